@@ -1,0 +1,53 @@
+"""The slash contract shared by every channel: pure functions and models, no I/O."""
+
+from .catalog import CATEGORIES, Catalog, Category, categorize
+from .classify import Classification, Kind, SlashContract
+from .inventory import CommandRegistry
+from .models import (
+    BranchNode,
+    Command,
+    CommandArgument,
+    ComposerInputMessage,
+    ComposerInputPayload,
+    ComposerNode,
+    FileNode,
+    SlashCommandNode,
+    SymbolNode,
+    TextNode,
+)
+from .utf16 import utf16_len, utf16_slice
+from .validate import (
+    STRICT_NAME,
+    ComposerInputError,
+    check_composer_input,
+    composer_input_problems,
+    strict_payload,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "STRICT_NAME",
+    "BranchNode",
+    "Catalog",
+    "Category",
+    "Classification",
+    "Command",
+    "CommandArgument",
+    "CommandRegistry",
+    "ComposerInputError",
+    "ComposerInputMessage",
+    "ComposerInputPayload",
+    "ComposerNode",
+    "FileNode",
+    "Kind",
+    "SlashCommandNode",
+    "SlashContract",
+    "SymbolNode",
+    "TextNode",
+    "categorize",
+    "check_composer_input",
+    "composer_input_problems",
+    "strict_payload",
+    "utf16_len",
+    "utf16_slice",
+]

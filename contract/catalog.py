@@ -1,0 +1,66 @@
+"""The standard rejection and failure texts, and the mapping of runtime error text to categories."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Category = Literal["invalid", "unsupported", "interactive_only", "busy", "timeout", "generic"]
+CATEGORIES: tuple[Category, ...] = (
+    "invalid",
+    "unsupported",
+    "interactive_only",
+    "busy",
+    "timeout",
+    "generic",
+)
+
+
+class Catalog(BaseModel):
+    """User-facing texts. ``{name}`` is the command name, ``{error}`` the runtime's error text.
+
+    The ``plain_*`` texts are for failures of input that was not a slash command.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    invalid: str = "Invalid slash command. Enter a command name after /."
+    unsupported: str = "Unsupported slash command /{name}. Send /help to list available commands."
+    interactive_only: str = (
+        "Unsupported slash command /{name}. This command only runs in the interactive TUI."
+    )
+    busy: str = "Slash command /{name} could not run because the session is busy. Retry in a moment."
+    timeout: str = "Slash command /{name} timed out. Retry in a moment."
+    generic: str = "Slash command /{name} failed: {error}"
+    plain_unsupported: str = "That request is not supported: {error}"
+    plain_busy: str = "The session is busy. Retry in a moment."
+    plain_timeout: str = "The request timed out. Retry in a moment."
+    plain_generic: str = "The request failed: {error}"
+    plain_invalid: str = "Invalid request: {error}"
+    plain_interactive_only: str = "That only runs in the interactive TUI."
+
+    def text(self, category: Category, name: str | None, error: str | None = None) -> str:
+        template: str = getattr(self, category if name is not None else f"plain_{category}")
+        return template.format(name=name, error=error or "failed")
+
+
+# First match wins, in this order (CONTRACT.md).
+_PATTERNS: tuple[tuple[Category, re.Pattern[str]], ...] = (
+    ("unsupported", re.compile(r"unknown command|not found|unrecognized|unsupported", re.I)),
+    (
+        "busy",
+        re.compile(r"streamingbehavior|already streaming|already processing|session busy|busy", re.I),
+    ),
+    ("timeout", re.compile(r"timed out|timeout", re.I)),
+)
+
+
+def categorize(error_text: str | None) -> Category:
+    """Map a runtime's free-form error text to a category."""
+    if error_text:
+        for category, pattern in _PATTERNS:
+            if pattern.search(error_text):
+                return category
+    return "generic"

@@ -1,0 +1,20 @@
+"""UTF-16 code-unit arithmetic: spans are counted the way JavaScript and Telegram count."""
+
+from __future__ import annotations
+
+
+def has_astral(text: str) -> bool:
+    """True when some character needs a surrogate pair (so code points != UTF-16 units)."""
+    return not text.isascii() and max(text) > "\uffff"
+
+
+def utf16_len(text: str) -> int:
+    if not has_astral(text):
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_slice(text: str, start: int, end: int) -> str:
+    """``text.slice(start, end)`` as JavaScript computes it."""
+    data = text.encode("utf-16-le", "surrogatepass")
+    return data[2 * start : 2 * end].decode("utf-16-le", "surrogatepass")

@@ -1,0 +1,39 @@
+"""``slashgate`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from pydantic import ValidationError
+
+from .config import load_settings
+from .server import serve
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="slashgate", description="A multi-channel bot gateway.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("serve", help="start the gateway")
+    run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    run.add_argument("--port", type=int, help="port to listen on (default 8080; 0 picks one)")
+    run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config, host=args.host, port=args.port)
+    except (ValidationError, OSError, ValueError) as exc:
+        print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "serve":
+        asyncio.run(serve(settings))
+    return 0

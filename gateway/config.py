@@ -1,0 +1,97 @@
+"""One settings model: a TOML file, then ``SLASHGATE_*`` environment variables on top.
+
+Fields are flat so that each has one obvious environment name (``telegram_token`` ->
+``SLASHGATE_TELEGRAM_TOKEN``). In the TOML file a section flattens into its fields:
+``[telegram] token = "..."`` is ``telegram_token``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SLASHGATE_", extra="forbid")
+
+    # server
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    log_level: str = "INFO"
+
+    # core
+    runtime: Literal["embedded"] = "embedded"
+    run_timeout: float = Field(120.0, gt=0)
+    busy_policy: Literal["queue", "reject", "interrupt"] = "queue"
+    max_queue: int = Field(10, ge=0)
+    inventory_wait: float = Field(5.0, ge=0)
+    cancel_grace: float = Field(5.0, gt=0)
+    max_sessions: int = Field(10_000, ge=1)
+    interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
+    catalog: dict[str, str] = {}
+
+    # state
+    store: Literal["memory", "sqlite"] = "memory"
+    state_path: Path = Path("slashgate-state.sqlite3")
+
+    # webhook channel
+    webhook_token: SecretStr | None = None
+    webhook_max_body: int = Field(1024 * 1024, ge=1)
+    idempotency_size: int = Field(10_000, ge=1)
+    idempotency_ttl: float = Field(3600.0, gt=0)
+
+    # telegram channel
+    telegram_token: SecretStr | None = None
+    telegram_secret: SecretStr | None = None
+    telegram_mode: Literal["webhook", "polling"] = "webhook"
+    telegram_api_base: str = "https://api.telegram.org"
+    telegram_group_text: Literal["mention", "all"] = "mention"
+
+    # slack channel
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_base: str = "https://slack.com/api/"
+    slack_umbrella_command: str = "agent"
+    slack_public_url: str = "https://example.invalid"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment over the file (which arrives as init arguments).
+        return (env_settings, init_settings)
+
+
+def flatten_toml(data: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "catalog":
+            for inner, inner_value in value.items():
+                flat[f"{key}_{inner}"] = inner_value
+        else:
+            flat[key] = value
+    return flat
+
+
+def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Settings from ``config`` (or ``SLASHGATE_CONFIG``), the environment, then overrides."""
+    path = config or os.environ.get("SLASHGATE_CONFIG")
+    values: dict[str, Any] = {}
+    if path:
+        with open(path, "rb") as fh:
+            values = flatten_toml(tomllib.load(fh))
+    settings = Settings(**values)
+    if overrides:
+        settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    return settings

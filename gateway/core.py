@@ -1,0 +1,314 @@
+"""The gateway core: contract -> rejection | host command | session -> runtime, and back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from contract import (
+    Catalog,
+    Category,
+    Classification,
+    Command,
+    ComposerInputMessage,
+    SlashContract,
+    strict_payload,
+)
+
+from .config import Settings
+from .conversation import Conversation, RunState
+from .events import (
+    ErrorEvent,
+    MessageDelta,
+    MessageEnd,
+    PermissionRequired,
+    SessionUpdated,
+)
+from .host import HOST_COMMANDS, HostCommand
+from .inbound import InboundMessage, Outcome, Reply, ReplySink
+from .runtimes.base import Runtime, RuntimeSession, SessionInfo, Turn
+
+log = logging.getLogger("slashgate.core")
+
+InventoryListener = Callable[[tuple[Command, ...]], Awaitable[None] | None]
+
+_STOP_NOTES = {
+    "cancelled": "_(cancelled)_",
+    "refusal": "_(the agent declined to answer)_",
+    "max_tokens": "_(reply cut short: the agent hit its token limit)_",
+    "max_turn_requests": "_(reply cut short: the agent hit its request limit)_",
+}
+
+
+class Gateway:
+    def __init__(self, settings: Settings, runtime: Runtime) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self._base = SlashContract(
+            interactive_only=settings.interactive_only,
+            catalog=Catalog(**settings.catalog),
+        )
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        self._listeners: list[InventoryListener] = []
+        self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
+        self._background: set[asyncio.Task[Any]] = set()
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._base.catalog
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.runtime.start()
+        static = await self.runtime.static_commands()
+        if static is not None:
+            self._inventory_changed(static)
+
+    async def stop(self) -> None:
+        for conv in list(self._conversations.values()):
+            await self.stop_run(conv)
+            await conv.reset()
+        self._conversations.clear()
+        await self.runtime.stop()
+
+    # -- inventory ------------------------------------------------------------------------
+
+    def host_commands(self, info: SessionInfo | None = None) -> tuple[Command, ...]:
+        return tuple(h.command for h in self._host(info or SessionInfo()))
+
+    def _host(self, info: SessionInfo) -> tuple[HostCommand, ...]:
+        return tuple(h for h in HOST_COMMANDS if h.available(info))
+
+    def subscribe(self, listener: InventoryListener) -> None:
+        """Called with the effective inventory (host first) whenever the runtime's changes."""
+        self._listeners.append(listener)
+
+    def menu(self) -> tuple[Command, ...] | None:
+        """The effective inventory for menus; None until the runtime has reported one."""
+        if self.inventory is None:
+            return None
+        return self.host_commands() + self.inventory
+
+    async def commands(self, channel: str | None = None, conversation: str | None = None) -> tuple[Command, ...]:
+        """The effective inventory of one conversation (host + runtime, dynamic included)."""
+        if channel is None or conversation is None:
+            return self.menu() or self.host_commands()
+        conv = await self._conversation(f"{channel}:{conversation}")
+        return self.host_commands(conv.info) + (conv.info.commands or ())
+
+    def _inventory_changed(self, commands: tuple[Command, ...]) -> None:
+        if commands == self.inventory:
+            return
+        self.inventory = commands
+        menu = self.host_commands() + commands
+        for listener in self._listeners:
+            result = listener(menu)
+            if asyncio.iscoroutine(result):
+                task = asyncio.ensure_future(result)
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    # -- conversations --------------------------------------------------------------------
+
+    async def _conversation(self, key: str) -> Conversation:
+        conv = self._conversations.get(key)
+        if conv is None:
+            conv = Conversation(key, self.runtime, self._inventory_changed)
+            self._conversations[key] = conv
+            self._evict()
+        else:
+            self._conversations.move_to_end(key)
+        if conv.session is None:
+            await self._open(conv)
+        return conv
+
+    async def _open(self, conv: Conversation) -> RuntimeSession:
+        session = await conv.open()
+        if not conv.inventory_known.is_set() and self.settings.inventory_wait:
+            try:
+                await asyncio.wait_for(conv.inventory_known.wait(), self.settings.inventory_wait)
+            except TimeoutError:
+                log.warning("no command inventory from the runtime for %s yet", conv.key)
+        return session
+
+    def _evict(self) -> None:
+        while len(self._conversations) > self.settings.max_sessions:
+            for key, conv in self._conversations.items():
+                if not conv.busy:
+                    del self._conversations[key]
+                    self._spawn(conv.reset())
+                    break
+            else:
+                return
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- the pipeline ---------------------------------------------------------------------
+
+    async def classify(self, message: InboundMessage) -> Classification:
+        conv = await self._conversation(message.key)
+        return self._contract(conv, message.bot_username).classify(message.text)
+
+    def _contract(self, conv: Conversation, bot_username: str | None) -> SlashContract:
+        return conv.contract(self._base, self.host_commands(conv.info), bot_username)
+
+    async def handle(self, message: InboundMessage, sink: ReplySink | None = None) -> Outcome:
+        """Run one input through the contract and, if it may run, the runtime."""
+        sink = sink or ReplySink()
+        conv = await self._conversation(message.key)
+        result = self._contract(conv, message.bot_username).classify(message.text)
+        if result.for_other_bot:
+            return Outcome(result, None, None)
+
+        rejection = self._base.rejection(result)
+        if rejection is not None:
+            return await self._finish(sink, result, None, Reply(rejection, result.kind, slash=True))
+
+        if result.source == "gateway":
+            host = next(h for h in self._host(conv.info) if h.command.name == result.command)
+            text = await host.handler(self, conv, result)
+            return await self._finish(sink, result, None, Reply(text, slash=True))
+
+        payload = result.payload
+        forwarded = ComposerInputMessage(
+            payload=strict_payload(payload) if self.runtime.strict_names else payload
+        )
+        slash = result.kind == "supported"
+        name = result.command if slash else None
+        if not conv.try_acquire():
+            policy = self.settings.busy_policy
+            if slash or policy == "reject" or (
+                policy == "queue" and conv.queued >= self.settings.max_queue
+            ):
+                return await self._finish(sink, result, None, self._failure("busy", name))
+            await _safely(sink.accepted(result, forwarded))
+            if policy == "interrupt":
+                await self.stop_run(conv)
+            await conv.acquire(front=policy == "interrupt")
+        else:
+            await _safely(sink.accepted(result, forwarded))
+        try:
+            turn = Turn(forwarded, name, result.args, message.user, message.attachments)
+            reply = await self._run(conv, turn, sink)
+        finally:
+            conv.release()
+        return await self._finish(sink, result, forwarded, reply)
+
+    async def _finish(
+        self,
+        sink: ReplySink,
+        result: Classification,
+        forwarded: ComposerInputMessage | None,
+        reply: Reply,
+    ) -> Outcome:
+        await _safely(sink.final(reply))
+        return Outcome(result, forwarded, reply)
+
+    def _failure(self, category: Category, name: str | None, error: str | None = None) -> Reply:
+        text = self._base.failure(category, name, error)
+        return Reply(text, category, slash=name is not None)
+
+    async def _run(self, conv: Conversation, turn: Turn, sink: ReplySink) -> Reply:
+        if conv.session is None:
+            await self._open(conv)
+        state = RunState(turn.command)
+        conv.run = state
+        consumer = asyncio.ensure_future(self._consume(conv, turn, sink, state))
+        state.task = consumer
+        try:
+            done, _ = await asyncio.wait({consumer}, timeout=self.settings.run_timeout)
+            if done:
+                return consumer.result()
+            await self._stop(conv, state)
+            return self._failure("timeout", turn.command)
+        finally:
+            conv.run = None
+            if not consumer.done():  # we were cancelled ourselves (shutdown)
+                consumer.cancel()
+
+    async def _consume(
+        self, conv: Conversation, turn: Turn, sink: ReplySink, state: RunState
+    ) -> Reply:
+        assert conv.session is not None
+        name = turn.command
+        try:
+            async for event in conv.session.run(turn):
+                if isinstance(event, MessageDelta):
+                    state.parts.append(event.text)
+                    await _safely(sink.delta(event.text))
+                elif isinstance(event, MessageEnd):
+                    return self._end_reply(state, event.stop_reason)
+                elif isinstance(event, ErrorEvent):
+                    return self._failure(event.category, name, event.message)
+                elif isinstance(event, SessionUpdated):
+                    conv.apply(event)
+                else:
+                    if isinstance(event, PermissionRequired):
+                        conv.remember_permission(event.request_id)
+                    await _safely(sink.event(event))
+        except asyncio.CancelledError:
+            return self._end_reply(state, "cancelled")
+        except Exception as exc:  # a runtime failure is one user-facing message, never a crash
+            log.exception("runtime failed in %s", conv.key)
+            return self._failure(self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__)
+        return self._end_reply(state, "cancelled" if state.stopping else "end_turn")
+
+    def _end_reply(self, state: RunState, stop_reason: str) -> Reply:
+        text = "".join(state.parts)
+        note = _STOP_NOTES.get(stop_reason)
+        if note:
+            text = f"{text}\n\n{note}" if text else note
+        elif not text:
+            text = f"✅ /{state.command} executed." if state.command else "✅ Done."
+        return Reply(text, None, stop_reason, slash=state.command is not None)
+
+    async def stop_run(self, conv: Conversation) -> bool:
+        """Cancel the run in progress, if any; True when one was running."""
+        state = conv.run
+        if state is None or state.task is None:
+            return False
+        await self._stop(conv, state)
+        return True
+
+    async def _stop(self, conv: Conversation, state: RunState) -> None:
+        """Ask the runtime to cancel; past the grace period, stop reading its stream."""
+        state.stopping = True
+        grace = self.settings.cancel_grace
+        if conv.session is not None:
+            try:
+                await asyncio.wait_for(conv.session.cancel(), grace)
+            except Exception:
+                log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
+        task = state.task
+        if task is not None and not task.done():
+            done, _ = await asyncio.wait({task}, timeout=grace)
+            if not done:
+                task.cancel()
+                await asyncio.wait({task})
+
+    async def answer_permission(
+        self, channel: str, conversation: str, request_id: str, option_id: str | None
+    ) -> bool:
+        """Send a permission choice to the runtime; False when the request is no longer pending."""
+        conv = self._conversations.get(f"{channel}:{conversation}")
+        if conv is None or conv.session is None or request_id not in conv.permissions:
+            return False
+        answered = await conv.session.answer_permission(request_id, option_id)
+        if answered:
+            conv.permissions.pop(request_id, None)
+        return answered
+
+
+async def _safely(step: Awaitable[None]) -> None:
+    """A channel's rendering failure must not end the run: log it and go on."""
+    try:
+        await step
+    except Exception:
+        log.exception("channel failed to render")

@@ -1,0 +1,76 @@
+"""What a channel hands the core, and what the core hands back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from contract import Category, ComposerInputMessage
+
+if TYPE_CHECKING:
+    from contract import Classification
+
+    from .events import RuntimeEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with a message (compositor ``file-attachment``): bytes or a reference."""
+
+    name: str
+    media_type: str = "application/octet-stream"
+    data: bytes | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """A platform message after channel normalization (markup decoded, own mention removed)."""
+
+    channel: str
+    conversation: str
+    user: str
+    text: str
+    message_id: str | None = None
+    bot_username: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.channel}:{self.conversation}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The one final answer to an input. ``text`` is Markdown; ``category`` None on success."""
+
+    text: str
+    category: Category | None = None
+    stop_reason: str | None = None
+    slash: bool = False  # the input was a slash command (channels prefix plain failures)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    classification: Classification
+    forwarded: ComposerInputMessage | None
+    reply: Reply | None  # None: dropped silently (addressed to another bot)
+
+
+class ReplySink:
+    """A channel's renderer for one input. The core calls ``final`` exactly once per input it
+    does not drop; the other hooks stream what happens before it.
+    """
+
+    async def accepted(self, classification: Classification, forwarded: ComposerInputMessage | None) -> None:
+        """The input passed the contract and goes to the runtime (possibly queued)."""
+
+    async def delta(self, text: str) -> None:
+        """A chunk of the reply's Markdown text."""
+
+    async def event(self, event: RuntimeEvent) -> None:
+        """Tool, permission and status events of the turn."""
+
+    async def final(self, reply: Reply) -> None:
+        """The final reply (full text, or the failure text)."""

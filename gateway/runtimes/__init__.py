@@ -1,0 +1,21 @@
+"""Runtime backends behind the runtime port (``base``), chosen by ``Settings.runtime``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Runtime, RuntimeSession, SessionInfo, Turn
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["Runtime", "RuntimeSession", "SessionInfo", "Turn", "build_runtime"]
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """The configured backend. Imports lazily so that an unused backend costs nothing."""
+    if settings.runtime == "embedded":
+        from .embedded import DEMO_ENTITY, EmbeddedRuntime
+
+        return EmbeddedRuntime(DEMO_ENTITY)
+    raise ValueError(f"unknown runtime {settings.runtime!r}")

@@ -1,0 +1,103 @@
+"""The runtime port. A backend opens one session per conversation key, reports its inventory
+through ``SessionUpdated``, runs composer_input turns as streams of unified events, cancels.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from contract import Command, ComposerInputMessage
+
+from ..events import Mode, Model, RuntimeEvent, SessionUpdated
+from ..inbound import Attachment
+
+UpdateListener = Callable[[SessionUpdated], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One forwarded input. ``command``/``args`` are set when it starts with a supported command."""
+
+    message: ComposerInputMessage
+    command: str | None
+    args: str
+    user: str
+    attachments: tuple[Attachment, ...] = ()
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """What the gateway knows of a runtime session; ``commands`` None = not reported yet."""
+
+    commands: tuple[Command, ...] | None = None
+    modes: tuple[Mode, ...] = ()
+    current_mode: str | None = None
+    models: tuple[Model, ...] = ()
+    current_model: str | None = None
+    capabilities: dict[str, bool] = field(default_factory=dict)
+
+    def apply(self, update: SessionUpdated) -> bool:
+        """Merge a partial update; True when the command inventory changed."""
+        changed = update.commands is not None and update.commands != self.commands
+        if update.commands is not None:
+            self.commands = update.commands
+        if update.modes is not None:
+            self.modes = update.modes
+        if update.current_mode is not None:
+            self.current_mode = update.current_mode
+        if update.models is not None:
+            self.models = update.models
+        if update.current_model is not None:
+            self.current_model = update.current_model
+        if update.capabilities is not None:
+            self.capabilities = {**self.capabilities, **update.capabilities}
+        return changed
+
+
+class RuntimeSession(ABC):
+    """One conversation's session in a runtime. ``run`` is never called concurrently."""
+
+    @abstractmethod
+    def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        """Stream the turn's events. Ends with MessageEnd or ErrorEvent (or just stops)."""
+
+    @abstractmethod
+    async def cancel(self) -> None:
+        """Ask the runtime to stop the turn in flight; the stream then ends (cancelled)."""
+
+    async def answer_permission(self, request_id: str, option_id: str | None) -> bool:
+        """Answer a PermissionRequired; None means cancelled. False if not pending."""
+        return False
+
+    async def set_mode(self, mode_id: str) -> None:
+        raise NotImplementedError("this runtime has no modes")
+
+    async def close(self) -> None:
+        """Release the session (``/new``, shutdown)."""
+
+
+class Runtime(ABC):
+    name: str = "runtime"
+    strict_names: bool = False
+    """The runtime refuses slash_command names outside ``contract.STRICT_NAME`` (send as text)."""
+
+    async def start(self) -> None:
+        """Start shared resources (processes, HTTP clients)."""
+
+    async def stop(self) -> None:
+        """Stop them; sessions are closed first by the gateway."""
+
+    @abstractmethod
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        """Open the session for a conversation key. Out-of-turn SessionUpdated go to ``updates``;
+        the first inventory should be reported (or ``updates`` called) as soon as it is known.
+        """
+
+    async def static_commands(self) -> tuple[Command, ...] | None:
+        """Commands known before any session exists (for menus); None when unknown."""
+        return None
+
+    def describe(self) -> str:
+        return self.name

@@ -1,0 +1,89 @@
+"""Entity model of the composer-input RFC, in Python: definitions, typed wakes, handler context."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contract import Category, Command, CommandRegistry
+
+
+class InboxMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    message_type: str
+    payload: Any
+    sender: str | None = Field(default=None, alias="from")
+
+
+class InboxWake(BaseModel):
+    type: Literal["inbox"] = "inbox"
+    message: InboxMessage
+
+
+class SpawnWake(BaseModel):
+    type: Literal["spawn"] = "spawn"
+    args: dict[str, Any] = {}
+
+
+class ScheduleWake(BaseModel):
+    type: Literal["schedule"] = "schedule"
+    name: str
+
+
+Wake = Annotated[Union[InboxWake, SpawnWake, ScheduleWake], Field(discriminator="type")]
+
+
+class HandlerError(Exception):
+    """Raised by a handler to fail the turn with a catalog category."""
+
+    def __init__(self, message: str, category: Category = "generic") -> None:
+        super().__init__(message)
+        self.category: Category = category
+
+
+class SlashCommands:
+    """``ctx.slash_commands``: the entity's materialized command list (static + dynamic)."""
+
+    def __init__(self, registry: CommandRegistry, on_change: Callable[[tuple[Command, ...]], None]) -> None:
+        self._registry = registry
+        self._on_change = on_change
+
+    def get(self, name: str) -> Command | None:
+        return self._registry.get(name)
+
+    def list(self) -> tuple[Command, ...]:
+        return self._registry.list()
+
+    def register(self, command: Command) -> None:
+        self._on_change(self._registry.register(command))
+
+    def unregister(self, name: str) -> bool:
+        removed = self._registry.unregister(name)
+        if removed:
+            self._on_change(self._registry.list())
+        return removed
+
+
+@dataclass
+class HandlerContext:
+    entity_id: str
+    wake: Wake
+    slash_commands: SlashCommands
+    state: dict[str, Any]
+    reply: Callable[[str], Awaitable[None]]
+    """Stream a chunk of the reply."""
+
+
+Handler = Callable[[HandlerContext], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class EntityDefinition:
+    type: str
+    handler: Handler
+    slash_commands: tuple[Command, ...] = field(default_factory=tuple)
+    description: str = ""

@@ -1,0 +1,46 @@
+"""Shared fixtures: settings that never touch the network, and an in-process gateway server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import Settings
+from gateway.runtimes import Runtime
+from gateway.server import Running, running
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+PARITY = SHARED / "parity" / "cases.jsonl"
+
+
+def load_parity() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, cases) of shared/parity/cases.jsonl."""
+    lines = [json.loads(line) for line in PARITY.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return lines[0]["header"], lines[1:]
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for tests: loopback, an ephemeral port, no environment leaking in."""
+    base: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "inventory_wait": 2.0}
+    base.update(overrides)
+    return Settings.model_construct(**{**Settings().model_dump(), **base})
+
+
+ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]
+
+
+@pytest.fixture
+def gateway_server() -> ServerFactory:
+    """``async with gateway_server(runtime=None, **settings) as server:`` -> server.url etc."""
+
+    @asynccontextmanager
+    async def start(runtime: Runtime | None = None, **overrides: Any) -> AsyncIterator[Running]:
+        async with running(make_settings(**overrides), runtime) as server:
+            yield server
+
+    return start
