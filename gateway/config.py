@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
 
     # core
-    runtime: Literal["embedded"] = "embedded"
+    runtime: Literal["embedded", "acp", "pi", "electric"] = "embedded"
     run_timeout: float = Field(120.0, gt=0)
     busy_policy: Literal["queue", "reject", "interrupt"] = "queue"
     max_queue: int = Field(10, ge=0)
@@ -59,6 +59,25 @@ class Settings(BaseSettings):
     slack_api_base: str = "https://slack.com/api/"
     slack_umbrella_command: str = "agent"
     slack_public_url: str = "https://example.invalid"
+
+    # acp runtime: any Agent Client Protocol agent over stdio
+    acp_command: list[str] = []
+    acp_cwd: Path = Path(".")
+    acp_env: dict[str, str] = {}
+    acp_auth_method: str | None = None
+
+    # pi runtime: `pi --mode rpc`, one process per conversation
+    pi_command: list[str] = ["pi", "--mode", "rpc"]
+    pi_cwd: Path = Path(".")
+    pi_env: dict[str, str] = {}
+    pi_pool_size: int = Field(8, ge=1)
+    pi_idle_ttl: float = Field(600.0, gt=0)
+
+    # electric runtime: an Electric Agents server over HTTP
+    electric_url: str = "http://127.0.0.1:4437"
+    electric_entity_type: str = "assistant"
+    electric_id_prefix: str = "slashgate"
+    electric_principal: str | None = None
 
     @classmethod
     def settings_customise_sources(
