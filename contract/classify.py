@@ -11,6 +11,7 @@ from .models import (
     BranchNode,
     Command,
     ComposerInputPayload,
+    ComposerNode,
     FileNode,
     SlashCommandNode,
     SymbolNode,
@@ -43,16 +44,16 @@ class Classification:
     """The contract's answer for one input. ``payload`` is built on first access."""
 
     __slots__ = (
-        "kind",
-        "command",
-        "typed",
+        "_contract",
+        "_lead",
+        "_payload",
         "args",
+        "command",
         "for_other_bot",
+        "kind",
         "source",
         "text",
-        "_lead",
-        "_contract",
-        "_payload",
+        "typed",
     )
 
     def __init__(
@@ -176,7 +177,12 @@ class SlashContract:
         args = text[token_end:].strip()
         if lowered in self.interactive_only:
             return Classification(
-                self, text, "interactive_only", command=lowered, typed=name, args=args,
+                self,
+                text,
+                "interactive_only",
+                command=lowered,
+                typed=name,
+                args=args,
                 for_other_bot=other,
             )
         return Classification(self, text, "unsupported", typed=name, args=args, for_other_bot=other)
@@ -223,7 +229,7 @@ class SlashContract:
                 found = self._inline_node(text, match.start(), match.end())
                 if found is None:
                     continue
-                kind, start, end, value = found
+                start, end = found[1], found[2]
                 if start > text_start:
                     spans.append(("text", text_start, start, ""))
                 spans.append(found)
@@ -274,18 +280,9 @@ def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False
     return pos
 
 
-_NODE_TYPES = {
-    "text": TextNode,
-    "slash_command": SlashCommandNode,
-    "file": FileNode,
-    "branch": BranchNode,
-    "symbol": SymbolNode,
-}
-
-
-def _to_nodes(text: str, spans: list[_Span]) -> tuple:  # type: ignore[type-arg]
+def _to_nodes(text: str, spans: list[_Span]) -> tuple[ComposerNode, ...]:
     astral = has_astral(text)
-    nodes = []
+    nodes: list[ComposerNode] = []
     offset = 0
     for kind, start, end, value in spans:
         raw = text[start:end]
@@ -294,11 +291,21 @@ def _to_nodes(text: str, spans: list[_Span]) -> tuple:  # type: ignore[type-arg]
             u_end = offset
         else:
             u_start, u_end = start, end
-        model = _NODE_TYPES[kind]
+        # model_construct: spans are correct by construction, validation would only cost time.
+        node: ComposerNode
         if kind == "text":
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw))
+            node = TextNode.model_construct(start=u_start, end=u_end, raw=raw)
         elif kind == "file":
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw, path=value))
+            node = FileNode.model_construct(start=u_start, end=u_end, raw=raw, path=value)
         else:
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw, name=value))
+            node_type = _NAMED_NODES[kind]
+            node = node_type.model_construct(start=u_start, end=u_end, raw=raw, name=value)
+        nodes.append(node)
     return tuple(nodes)
+
+
+_NAMED_NODES: dict[str, type[SlashCommandNode] | type[BranchNode] | type[SymbolNode]] = {
+    "slash_command": SlashCommandNode,
+    "branch": BranchNode,
+    "symbol": SymbolNode,
+}

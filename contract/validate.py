@@ -45,7 +45,8 @@ def composer_input_problems(payload: Any, *, strict_names: bool = True) -> list[
             problems.append(f"{where}.kind {kind!r} is not a known node kind")
             continue
         start, end, raw = node.get("start"), node.get("end"), node.get("raw")
-        if not all(type(v) is int for v in (start, end)):
+        # bool is an int subclass, and JSON true is no offset.
+        if type(start) is not int or type(end) is not int:
             problems.append(f"{where}.start and .end must be integers")
             continue
         if not 0 <= start <= end <= length:

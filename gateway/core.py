@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from contract import (
     Catalog,
@@ -93,7 +93,9 @@ class Gateway:
             return None
         return self.host_commands() + self.inventory
 
-    async def commands(self, channel: str | None = None, conversation: str | None = None) -> tuple[Command, ...]:
+    async def commands(
+        self, channel: str | None = None, conversation: str | None = None
+    ) -> tuple[Command, ...]:
         """The effective inventory of one conversation (host + runtime, dynamic included)."""
         if channel is None or conversation is None:
             return self.menu() or self.host_commands()
@@ -169,7 +171,8 @@ class Gateway:
 
         rejection = self._base.rejection(result)
         if rejection is not None:
-            return await self._finish(sink, result, None, Reply(rejection, result.kind, slash=True))
+            category = cast(Category, result.kind)  # invalid | unsupported | interactive_only
+            return await self._finish(sink, result, None, Reply(rejection, category, slash=True))
 
         if result.source == "gateway":
             host = next(h for h in self._host(conv.info) if h.command.name == result.command)
@@ -184,8 +187,10 @@ class Gateway:
         name = result.command if slash else None
         if not conv.try_acquire():
             policy = self.settings.busy_policy
-            if slash or policy == "reject" or (
-                policy == "queue" and conv.queued >= self.settings.max_queue
+            if (
+                slash
+                or policy == "reject"
+                or (policy == "queue" and conv.queued >= self.settings.max_queue)
             ):
                 return await self._finish(sink, result, None, self._failure("busy", name))
             await _safely(sink.accepted(result, forwarded))
@@ -257,7 +262,9 @@ class Gateway:
             return self._end_reply(state, "cancelled")
         except Exception as exc:  # a runtime failure is one user-facing message, never a crash
             log.exception("runtime failed in %s", conv.key)
-            return self._failure(self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__)
+            return self._failure(
+                self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__
+            )
         return self._end_reply(state, "cancelled" if state.stopping else "end_turn")
 
     def _end_reply(self, state: RunState, stop_reason: str) -> Reply:

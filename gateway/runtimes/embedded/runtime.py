@@ -25,7 +25,9 @@ _DONE = object()
 
 
 class EmbeddedSession(RuntimeSession):
-    def __init__(self, definition: EntityDefinition, entity_id: str, updates: UpdateListener) -> None:
+    def __init__(
+        self, definition: EntityDefinition, entity_id: str, updates: UpdateListener
+    ) -> None:
         self.definition = definition
         self.entity_id = entity_id
         self.state: dict[str, object] = {}
