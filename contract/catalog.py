@@ -24,7 +24,7 @@ class Catalog(BaseModel):
     The ``plain_*`` texts are for failures of input that was not a slash command.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     invalid: str = "Invalid slash command. Enter a command name after /."
     unsupported: str = "Unsupported slash command /{name}. Send /help to list available commands."
