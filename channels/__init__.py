@@ -15,4 +15,8 @@ def build_channels(gateway: Gateway, settings: Settings) -> list[Channel]:
     from .webhook import WebhookChannel
 
     channels: list[Channel] = [WebhookChannel(gateway, settings)]
+    if settings.telegram_token is not None:
+        from .telegram import TelegramChannel
+
+        channels.append(TelegramChannel(gateway, settings))
     return channels

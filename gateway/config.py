@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     telegram_mode: Literal["webhook", "polling"] = "webhook"
     telegram_api_base: str = "https://api.telegram.org"
     telegram_group_text: Literal["mention", "all"] = "mention"
+    telegram_webhook_url: str | None = None  # public URL of /telegram/webhook, set at start
+    telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
 
     # slack channel
     slack_bot_token: SecretStr | None = None

@@ -1,0 +1,147 @@
+"""Talking to the Bot API the way Telegram wants: wait out 429s, fall back to plain text when
+the entities are refused, treat "message is not modified" as done, pace edits per chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiogram import Bot
+from aiogram.client.session.middlewares.base import (
+    BaseRequestMiddleware,
+    NextRequestMiddlewareType,
+)
+from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.methods import TelegramMethod
+from aiogram.methods.base import TelegramType
+from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
+
+from gateway.store import BoundedTTLMap
+
+from .render import Chunk
+
+log = logging.getLogger("slashgate.telegram")
+
+HTML = "HTML"
+
+
+class RetryAfter(BaseRequestMiddleware):
+    """Flood control (429) says how long to wait: wait that long and send again, never drop."""
+
+    async def __call__(
+        self,
+        make_request: NextRequestMiddlewareType[TelegramType],
+        bot: Bot,
+        method: TelegramMethod[TelegramType],
+    ) -> Any:
+        while True:
+            try:
+                return await make_request(bot, method)
+            except TelegramRetryAfter as exc:
+                log.warning(
+                    "Telegram flood control on %s: retrying in %d s",
+                    method.__api_method__,
+                    exc.retry_after,
+                )
+                await asyncio.sleep(exc.retry_after)
+
+
+class Throttle:
+    """At most one call per ``interval`` per key (a chat): callers reserve the next free slot."""
+
+    def __init__(self, interval: float, size: int = 10_000) -> None:
+        self.interval = interval
+        self._next: BoundedTTLMap[float] = BoundedTTLMap(size, max(interval, 1.0) * 60)
+
+    async def wait(self, key: str, earliest: float = 0.0) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        slot = max(now, earliest, self._next.get(key) or 0.0)
+        self._next.set(key, slot + self.interval)
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a reply goes: the chat, its forum topic, and the message it answers."""
+
+    chat_id: int
+    thread_id: int | None = None
+    reply_to: int | None = None  # answered message, quoted in groups
+    private: bool = False
+
+    @property
+    def conversation(self) -> str:
+        """The core's conversation id: the chat, plus the topic in forum supergroups."""
+        if self.thread_id is None:
+            return str(self.chat_id)
+        return f"{self.chat_id}:{self.thread_id}"
+
+
+def entities_refused(exc: TelegramBadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower()
+
+
+def not_modified(exc: TelegramBadRequest) -> bool:
+    return "message is not modified" in exc.message.lower()
+
+
+async def send_chunk(
+    bot: Bot,
+    target: Target,
+    chunk: Chunk,
+    *,
+    quote: bool = False,
+    markup: InlineKeyboardMarkup | None = None,
+) -> Message:
+    """Send one chunk as HTML; as plain text if Telegram refuses the entities. ``quote``
+    replies to the answered message (in groups, where it says whom the bot answers).
+    """
+    reply = None
+    if quote and target.reply_to is not None and not target.private:
+        reply = ReplyParameters(message_id=target.reply_to, allow_sending_without_reply=True)
+    common: dict[str, Any] = {
+        "chat_id": target.chat_id,
+        "message_thread_id": target.thread_id,
+        "reply_parameters": reply,
+        "reply_markup": markup,
+    }
+    try:
+        return await bot.send_message(text=chunk.html, parse_mode=HTML, **common)
+    except TelegramBadRequest as exc:
+        if not entities_refused(exc):
+            raise
+        log.warning("Telegram refused the HTML (%s); sending plain text", exc.message)
+        return await bot.send_message(text=chunk.plain, parse_mode=None, **common)
+
+
+async def edit_chunk(
+    bot: Bot,
+    target: Target,
+    message_id: int,
+    chunk: Chunk,
+    markup: InlineKeyboardMarkup | None = None,
+) -> None:
+    """Replace a message's text; an unchanged text is not an error."""
+    common: dict[str, Any] = {
+        "chat_id": target.chat_id,
+        "message_id": message_id,
+        "reply_markup": markup,
+    }
+    try:
+        await bot.edit_message_text(text=chunk.html, parse_mode=HTML, **common)
+    except TelegramBadRequest as exc:
+        if not_modified(exc):
+            return
+        if not entities_refused(exc):
+            raise
+        log.warning("Telegram refused the HTML (%s); editing as plain text", exc.message)
+        try:
+            await bot.edit_message_text(text=chunk.plain, parse_mode=None, **common)
+        except TelegramBadRequest as again:
+            if not not_modified(again):
+                raise

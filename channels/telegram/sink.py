@@ -1,0 +1,157 @@
+"""How one input's reply appears in Telegram: typing, a streamed preview, the final message.
+
+Private chats stream with sendMessageDraft; other chats get a placeholder message that is
+edited as text arrives (paced per chat), then replaced by the final text. The first preview
+waits one edit interval, so a quick reply is just one message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramNotFound
+
+from contract import Classification, ComposerInputMessage
+from gateway.events import PermissionRequired, RuntimeEvent
+from gateway.inbound import Reply, ReplySink
+
+from .delivery import HTML, Target, edit_chunk, entities_refused, send_chunk
+from .render import Chunk, escape, preview, render
+
+if TYPE_CHECKING:
+    from .channel import TelegramChannel
+
+log = logging.getLogger("slashgate.telegram")
+
+TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
+FAILURE_PREFIX = "⚠️ "
+
+
+def reply_text(reply: Reply) -> str:
+    """The Markdown to show: a failure of plain text (not a command) gets the warning sign."""
+    if reply.category is not None and not reply.slash:
+        return FAILURE_PREFIX + reply.text
+    return reply.text
+
+
+class TelegramSink(ReplySink):
+    def __init__(self, channel: TelegramChannel, target: Target, user_id: int) -> None:
+        self.channel = channel
+        self.bot = channel.bot
+        self.target = target
+        self.user_id = user_id
+        self._parts: list[str] = []
+        self._dirty = asyncio.Event()
+        self._typing: asyncio.Task[None] | None = None
+        self._previews: asyncio.Task[None] | None = None
+        self._showing: asyncio.Future[None] | None = None
+        self._placeholder: int | None = None
+        self._draft = target.private and channel.drafts
+        self._started = asyncio.get_running_loop().time()
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        if self._typing is None:
+            self._typing = asyncio.create_task(self._keep_typing())
+
+    async def delta(self, text: str) -> None:
+        self._parts.append(text)
+        self._dirty.set()
+        if self._previews is None:
+            self._previews = asyncio.create_task(self._stream())
+
+    async def event(self, event: RuntimeEvent) -> None:
+        if isinstance(event, PermissionRequired):
+            await self.channel.permissions.ask(self.target, self.user_id, event)
+
+    async def final(self, reply: Reply) -> None:
+        await self._stop_streaming()
+        chunks = render(reply_text(reply)) or [Chunk(escape("…"), "…")]
+        first = 0
+        if self._placeholder is not None:
+            await self.channel.throttle.wait(str(self.target.chat_id))
+            try:
+                await edit_chunk(self.bot, self.target, self._placeholder, chunks[0])
+                first = 1
+            except TelegramBadRequest as exc:  # the placeholder is gone: send a new message
+                log.warning("could not edit the placeholder (%s); sending anew", exc.message)
+        for i, chunk in enumerate(chunks[first:], start=first):
+            await send_chunk(self.bot, self.target, chunk, quote=i == 0)
+
+    # -- typing and previews --------------------------------------------------------------
+
+    async def _keep_typing(self) -> None:
+        while True:
+            try:
+                await self.bot.send_chat_action(
+                    chat_id=self.target.chat_id,
+                    action="typing",
+                    message_thread_id=self.target.thread_id,
+                )
+            except TelegramAPIError as exc:
+                log.debug("typing action refused: %s", exc.message)
+            await asyncio.sleep(TYPING_EVERY)
+
+    async def _stream(self) -> None:
+        earliest = self._started + self.channel.throttle.interval
+        while True:
+            await self._dirty.wait()
+            await self.channel.throttle.wait(str(self.target.chat_id), earliest)
+            self._dirty.clear()
+            chunk = preview("".join(self._parts))
+            if chunk is not None:
+                # Shielded: stopping the stream must not abort a send half-way (a lost
+                # placeholder id would leave a stray message behind).
+                self._showing = asyncio.ensure_future(self._show(chunk))
+                await asyncio.shield(self._showing)
+
+    async def _show(self, chunk: Chunk) -> None:
+        try:
+            if self._draft:
+                await self._show_draft(chunk)
+            elif self._placeholder is None:
+                message = await send_chunk(self.bot, self.target, chunk, quote=True)
+                self._placeholder = message.message_id
+            else:
+                await edit_chunk(self.bot, self.target, self._placeholder, chunk)
+        except TelegramAPIError as exc:  # a preview is best effort; the final message is not
+            log.warning("preview not shown: %s", exc.message)
+
+    async def _show_draft(self, chunk: Chunk) -> None:
+        async def send(text: str, parse_mode: str | None) -> None:
+            await self.bot.send_message_draft(
+                chat_id=self.target.chat_id,
+                draft_id=self.target.reply_to or 1,  # the answered message: unique in the chat
+                message_thread_id=self.target.thread_id,
+                text=text,
+                parse_mode=parse_mode,
+            )
+
+        try:
+            try:
+                await send(chunk.html, HTML)
+            except TelegramBadRequest as exc:
+                if not entities_refused(exc):
+                    raise
+                await send(chunk.plain, None)
+        except TelegramAPIError as exc:
+            # No drafts here (an older Bot API server, or a chat that refuses them): use a
+            # placeholder for the rest of this reply, and stop trying if the method is unknown.
+            log.warning("sendMessageDraft failed (%s); editing a placeholder instead", exc.message)
+            self._draft = False
+            if isinstance(exc, TelegramNotFound):
+                self.channel.drafts = False
+            await self._show(chunk)
+
+    async def _stop_streaming(self) -> None:
+        for task in (self._typing, self._previews):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._showing is not None:
+            await self._showing

@@ -1,0 +1,450 @@
+"""A fake Telegram Bot API on 127.0.0.1: checks parameters as Telegram does, records what was
+sent, and can inject failures (429 with retry_after, any error for the next matching call).
+
+What it checks, after the Bot API documentation:
+- command names ``[a-z0-9_]{1,32}``, descriptions 1-256 characters, at most 100 commands;
+- message text 1-4096 characters after entity parsing (sendMessageDraft: 0-4096);
+- HTML parse mode: only Telegram's tags, properly closed, the nesting rules (bold, italic,
+  underline, strikethrough and spoiler may not contain or sit in code/pre; code, pre and
+  links do not contain each other, except pre's inner code; blockquotes do not nest),
+  otherwise "Bad Request: can't parse entities: ...";
+- editMessageText with the same text and markup: "message is not modified";
+- sendMessageDraft only in private chats (positive chat ids here; groups are negative).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import json
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from contract import utf16_len
+
+TOKEN = "123456:TEST-token_for-the-fake"
+BOT_ID = 123456
+WAIT = 10.0
+
+COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+_JSON_FIELDS = {"commands", "reply_markup", "reply_parameters", "allowed_updates", "scope"}
+_TAGS = {
+    "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline",
+    "ins": "underline", "s": "strikethrough", "strike": "strikethrough", "del": "strikethrough",
+    "tg-spoiler": "spoiler", "span": "spoiler", "a": "text_link", "code": "code", "pre": "pre",
+    "blockquote": "blockquote", "tg-emoji": "custom_emoji",
+}  # fmt: skip
+_STYLES = {"bold", "italic", "underline", "strikethrough", "spoiler"}
+_FIXED = {"code", "pre"}
+_VALUE = r"(?:=\"[^\"]*\"|='[^']*'|=[^\s>]+)?"
+_TAG = re.compile(rf"<(/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s+[a-zA-Z-]+{_VALUE})*)\s*>")
+_ATTR = re.compile(r"([a-zA-Z-]+)(?:=(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+)))?")
+_ENTITY = re.compile(r"&(lt|gt|amp|quot|#[0-9]+|#x[0-9a-fA-F]+);")
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup "
+    "are exactly the same as a current content and reply markup of the message"
+)
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, description: str, parameters: dict[str, Any] | None = None):
+        super().__init__(description)
+        self.code, self.description, self.parameters = code, description, parameters
+
+
+def parse_html(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """(plain text, entities) as Telegram's HTML parse mode gives them, or ApiError."""
+    plain: list[str] = []
+    size = 0  # UTF-16 units so far
+    stack: list[tuple[str, str, int, dict[str, str]]] = []  # (tag, entity type, start, attrs)
+    entities: list[dict[str, Any]] = []
+
+    def refuse(why: str) -> ApiError:
+        return ApiError(400, f"Bad Request: can't parse entities: {why}")
+
+    pos = 0
+    while pos < len(text):
+        char = text[pos]
+        if char == "<":
+            match = _TAG.match(text, pos)
+            offset = len(text[:pos].encode())
+            if match is None:
+                raise refuse(f"Unsupported start tag at byte offset {offset}")
+            closing, name, raw_attrs = match.group(1), match.group(2).lower(), match.group(3)
+            kind = _TAGS.get(name)
+            if kind is None:
+                raise refuse(f'Unsupported start tag "{name}" at byte offset {offset}')
+            if closing:
+                if not stack or stack[-1][0] != name:
+                    expected = f"</{stack[-1][0]}>" if stack else "nothing"
+                    raise refuse(
+                        f'Unmatched end tag at byte offset {offset}, expected "{expected}", '
+                        f'found "</{name}>"'
+                    )
+                _, kind, start, attrs = stack.pop()
+                if kind == "code" and stack and stack[-1][1] == "pre":  # <pre><code class=..>
+                    if "class" in attrs:
+                        stack[-1][3]["language"] = attrs["class"].removeprefix("language-")
+                elif size > start:  # an empty entity is dropped
+                    entity: dict[str, Any] = {"type": kind, "offset": start, "length": size - start}
+                    if kind == "text_link":
+                        entity["url"] = attrs["href"]
+                    if kind == "pre" and "language" in attrs:
+                        entity["language"] = attrs["language"]
+                    entities.append(entity)
+            else:
+                attrs = {
+                    m.group(1).lower(): html.unescape(m.group(2) or m.group(3) or m.group(4) or "")
+                    for m in _ATTR.finditer(raw_attrs)
+                }
+                if name == "span" and attrs.get("class") != "tg-spoiler":
+                    raise refuse(f'Unsupported start tag "span" at byte offset {offset}')
+                if kind == "text_link" and not attrs.get("href"):
+                    raise refuse(f"Can't find href attribute at byte offset {offset}")
+                _check_nesting(kind, [s[1] for s in stack], refuse)
+                stack.append((name, kind, size, attrs))
+            pos = match.end()
+        elif char == "&":
+            match = _ENTITY.match(text, pos)
+            if match is None:
+                decoded, pos = "&", pos + 1
+            else:
+                decoded, pos = html.unescape(match.group(0)), match.end()
+            plain.append(decoded)
+            size += utf16_len(decoded)
+        else:
+            stops = (i for i in (text.find("<", pos), text.find("&", pos)) if i >= 0)
+            end = min(stops, default=len(text))
+            piece = text[pos:end]
+            plain.append(piece)
+            size += utf16_len(piece)
+            pos = end
+    if stack:
+        raise refuse(f'Can\'t find end tag corresponding to start tag "{stack[-1][0]}"')
+    return "".join(plain), entities
+
+
+def _check_nesting(kind: str, open_kinds: list[str], refuse: Callable[[str], ApiError]) -> None:
+    if not open_kinds:
+        return
+    inner = open_kinds[-1]
+    if kind == "code" and inner == "pre" and open_kinds.count("pre") == 1:
+        return  # the language marker of a pre block
+    if any(k in _FIXED for k in open_kinds):
+        raise refuse(f"{kind} entity can't be inside a code or pre entity")
+    if kind in _FIXED and any(k in _STYLES for k in open_kinds):
+        raise refuse(f"{kind} entity can't be inside bold, italic, underline or spoiler")
+    if kind in _FIXED | {"text_link"} and any(k in _FIXED | {"text_link"} for k in open_kinds):
+        raise refuse(f"{kind} entity can't be inside another such entity")
+    if kind == "blockquote" and "blockquote" in open_kinds:
+        raise refuse("blockquote entities can't be nested")
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Sent:
+    """A message as it stands in the chat (after edits)."""
+
+    chat_id: int
+    message_id: int
+    text: str  # what the user sees
+    entities: list[dict[str, Any]]
+    raw: str  # what the bot sent (HTML or plain)
+    parse_mode: str | None
+    reply_markup: Any = None
+    thread_id: int | None = None
+    reply_to: int | None = None
+    edits: int = 0
+
+
+@dataclass
+class Fault:
+    code: int
+    description: str
+    parameters: dict[str, Any] | None
+    when: Callable[[dict[str, Any]], bool]
+
+
+class FakeBotAPI:
+    def __init__(self, token: str = TOKEN, username: str = "gw_bot") -> None:
+        self.token = token
+        self.username = username
+        self.url = ""
+        self.calls: list[Call] = []
+        self.sent: dict[tuple[int, int], Sent] = {}
+        self.drafts: list[Call] = []
+        self.commands: list[dict[str, str]] | None = None
+        self.webhook: dict[str, Any] | None = None
+        self._updates: deque[dict[str, Any]] = deque()
+        self._next_id: defaultdict[int, int] = defaultdict(lambda: 1)
+        self._faults: defaultdict[str, deque[Fault]] = defaultdict(deque)
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+
+    # -- the server -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeBotAPI:
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    # -- test controls --------------------------------------------------------------------
+
+    def inject(
+        self,
+        method: str,
+        code: int,
+        description: str,
+        *,
+        parameters: dict[str, Any] | None = None,
+        times: int = 1,
+        when: Callable[[dict[str, Any]], bool] = lambda params: True,
+    ) -> None:
+        """Fail the next ``times`` calls of ``method`` (matching ``when``) with this error."""
+        for _ in range(times):
+            self._faults[method].append(Fault(code, description, parameters, when))
+
+    def flood(self, method: str, retry_after: int = 1, times: int = 1) -> None:
+        """Answer the next calls of ``method`` with 429 Too Many Requests."""
+        self.inject(
+            method, 429, f"Too Many Requests: retry after {retry_after}",
+            parameters={"retry_after": retry_after}, times=times,
+        )  # fmt: skip
+
+    async def push_update(self, update: dict[str, Any]) -> None:
+        """Queue an update for getUpdates (long polling)."""
+        self._updates.append(update)
+        await self._notify()
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def messages(self, chat_id: int) -> list[Sent]:
+        """The chat's messages from the bot, in order."""
+        mine = (s for s in self.sent.values() if s.chat_id == chat_id)
+        return sorted(mine, key=lambda s: s.message_id)
+
+    def texts(self, chat_id: int) -> list[str]:
+        return [s.text for s in self.messages(chat_id)]
+
+    async def wait(self, predicate: Callable[[], bool]) -> None:
+        """Until ``predicate()`` holds, re-checked after every request (at most WAIT seconds)."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(predicate), WAIT)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _answer_error(ApiError(401, "Unauthorized"))
+        method = request.match_info["method"]
+        params = await _params(request)
+        self.calls.append(Call(method, params))
+        try:
+            for fault in list(self._faults[method]):
+                if fault.when(params):
+                    self._faults[method].remove(fault)
+                    raise ApiError(fault.code, fault.description, fault.parameters)
+            handler = getattr(self, f"_m_{method}", None)
+            if handler is None:
+                raise ApiError(404, "Not Found: method not found")
+            result = await handler(params)
+        except ApiError as exc:
+            return _answer_error(exc)
+        finally:
+            await self._notify()
+        return web.json_response({"ok": True, "result": result})
+
+    def _me(self) -> dict[str, Any]:
+        return {"id": BOT_ID, "is_bot": True, "first_name": "Gateway", "username": self.username}
+
+    async def _m_getMe(self, params: dict[str, Any]) -> Any:
+        return self._me()
+
+    async def _m_setMyCommands(self, params: dict[str, Any]) -> Any:
+        commands = params.get("commands")
+        if not isinstance(commands, list):
+            raise ApiError(400, "Bad Request: commands must be an array")
+        if len(commands) > 100:
+            raise ApiError(400, "Bad Request: BOT_COMMANDS_TOO_MUCH")
+        for command in commands:
+            name, description = command.get("command", ""), command.get("description", "")
+            if not COMMAND_NAME.fullmatch(name):
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(description.strip()) <= 256 or len(description) > 256:
+                raise ApiError(400, "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID")
+        names = [c["command"] for c in commands]
+        if len(set(names)) != len(names):
+            raise ApiError(400, "Bad Request: BOT_COMMAND_DUPLICATE")
+        self.commands = commands
+        return True
+
+    async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:
+        return self.commands or []
+
+    async def _m_setWebhook(self, params: dict[str, Any]) -> Any:
+        self.webhook = params
+        return True
+
+    async def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        self.webhook = None
+        return True
+
+    async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        if self.webhook is not None:
+            raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active")
+        offset = int(params.get("offset", 0))
+        while self._updates and self._updates[0]["update_id"] < offset:
+            self._updates.popleft()  # confirmed
+        timeout = float(params.get("timeout", 0))
+        if not self._updates and timeout > 0:
+            async with self._changed:
+                with contextlib.suppress(TimeoutError):
+                    news = self._changed.wait_for(lambda: bool(self._updates))
+                    await asyncio.wait_for(news, timeout)
+        limit = int(params.get("limit", 100))
+        return list(self._updates)[:limit]
+
+    async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
+        _chat(params)
+        return True
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        chat_id = _chat(params)
+        text, entities = _text(params, empty_ok=False)
+        reply = params.get("reply_parameters") or {}
+        message_id = self._next_id[chat_id]
+        self._next_id[chat_id] += 1
+        sent = Sent(
+            chat_id, message_id, text, entities, params["text"], params.get("parse_mode"),
+            params.get("reply_markup"), _int(params.get("message_thread_id")),
+            _int(reply.get("message_id")),
+        )  # fmt: skip
+        self.sent[(chat_id, message_id)] = sent
+        return self._message(sent)
+
+    async def _m_editMessageText(self, params: dict[str, Any]) -> Any:
+        sent = self._find(params)
+        text, entities = _text(params, empty_ok=False)
+        markup = params.get("reply_markup")
+        if (text, entities, markup) == (sent.text, sent.entities, sent.reply_markup):
+            raise ApiError(400, NOT_MODIFIED)
+        sent.text, sent.entities, sent.reply_markup = text, entities, markup
+        sent.raw, sent.parse_mode = params["text"], params.get("parse_mode")
+        sent.edits += 1
+        return self._message(sent)
+
+    async def _m_editMessageReplyMarkup(self, params: dict[str, Any]) -> Any:
+        sent = self._find(params)
+        markup = params.get("reply_markup")
+        if markup == sent.reply_markup:
+            raise ApiError(400, NOT_MODIFIED)
+        sent.reply_markup = markup
+        return self._message(sent)
+
+    async def _m_sendMessageDraft(self, params: dict[str, Any]) -> Any:
+        chat_id = _chat(params)
+        if chat_id < 0:
+            raise ApiError(400, "Bad Request: drafts can be sent only to private chats")
+        if not _int(params.get("draft_id")):
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        _text(params, empty_ok=True)
+        self.drafts.append(self.calls[-1])
+        return True
+
+    def _find(self, params: dict[str, Any]) -> Sent:
+        key = (_chat(params), _int(params.get("message_id")) or 0)
+        if key not in self.sent:
+            raise ApiError(400, "Bad Request: message to edit not found")
+        return self.sent[key]
+
+    def _message(self, sent: Sent) -> dict[str, Any]:
+        kind = "private" if sent.chat_id > 0 else "supergroup"
+        message: dict[str, Any] = {
+            "message_id": sent.message_id,
+            "date": int(time.time()),
+            "chat": {"id": sent.chat_id, "type": kind},
+            "from": self._me(),
+            "text": sent.text,
+        }
+        if sent.entities:
+            message["entities"] = sent.entities
+        if sent.reply_markup:
+            message["reply_markup"] = sent.reply_markup
+        return message
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    params: dict[str, Any] = dict(request.query)
+    if request.content_type == "application/json":
+        params.update(await request.json())
+    elif request.can_read_body:
+        params.update({k: v for k, v in (await request.post()).items() if isinstance(v, str)})
+    for key in _JSON_FIELDS & params.keys():
+        if isinstance(params[key], str):
+            params[key] = json.loads(params[key])
+    return params
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _chat(params: dict[str, Any]) -> int:
+    try:
+        return int(params["chat_id"])
+    except (KeyError, ValueError):
+        raise ApiError(400, "Bad Request: chat not found") from None
+
+
+def _text(params: dict[str, Any], *, empty_ok: bool) -> tuple[str, list[dict[str, Any]]]:
+    raw = params.get("text", "")
+    mode = (params.get("parse_mode") or "").lower()
+    if mode == "html":
+        text, entities = parse_html(raw)
+    elif mode:
+        raise ApiError(400, f"Bad Request: unsupported parse_mode {mode!r} in this fake")
+    else:
+        text, entities = raw, []
+    if not text.strip() and not empty_ok:
+        raise ApiError(400, "Bad Request: message text is empty")
+    if len(text) > 4096:  # Telegram counts characters here, not UTF-16 units
+        raise ApiError(400, "Bad Request: message is too long")
+    return text, entities
+
+
+def _answer_error(exc: ApiError) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": exc.code, "description": exc.description}
+    if exc.parameters:
+        body["parameters"] = exc.parameters
+    return web.json_response(body, status=exc.code)
