@@ -42,6 +42,7 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MENU_DEBOUNCE = 1.0  # seconds: a burst of inventory changes is published once
 POLL_TIMEOUT = 25  # seconds a getUpdates call waits for news
 SHUTDOWN_GRACE = 10.0  # on top of the run timeout, for the replies to go out
+MAX_IN_FLIGHT = 256  # updates processed at once; past it the webhook answers 503 (redelivered)
 
 
 class TelegramChannel(Channel):
@@ -61,7 +62,7 @@ class TelegramChannel(Channel):
         session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base))
         session.middleware(RetryAfter())
         self.bot = Bot(settings.telegram_token.get_secret_value(), session=session)
-        self.intake = Intake()
+        self.intake = Intake(MAX_IN_FLIGHT)
         self.dispatcher = Dispatcher()
         self.dispatcher.update.outer_middleware(self.intake)
         router = Router(name="slashgate")
@@ -102,16 +103,7 @@ class TelegramChannel(Channel):
             self.menu = Menu.build(menu)
             await self._publish()
         if self.settings.telegram_mode == "polling":
-            await self.bot.delete_webhook(drop_pending_updates=False)
-            self._polling = asyncio.create_task(
-                self.dispatcher.start_polling(
-                    self.bot,
-                    polling_timeout=POLL_TIMEOUT,
-                    handle_as_tasks=False,  # the intake makes the tasks (and keeps them)
-                    handle_signals=False,
-                    close_bot_session=False,
-                )
-            )
+            await self._start_polling()
         elif self.settings.telegram_webhook_url:
             await self.bot.set_webhook(
                 self.settings.telegram_webhook_url,
@@ -119,12 +111,31 @@ class TelegramChannel(Channel):
                 allowed_updates=self.dispatcher.resolve_used_update_types(),
             )
 
+    async def _start_polling(self) -> None:
+        await self.bot.delete_webhook(drop_pending_updates=False)  # getUpdates refuses otherwise
+        started = asyncio.Event()
+        self.dispatcher.startup.register(started.set)
+        self._polling = asyncio.create_task(
+            self.dispatcher.start_polling(
+                self.bot,
+                polling_timeout=POLL_TIMEOUT,
+                handle_as_tasks=False,  # the intake makes the tasks (and keeps them)
+                handle_signals=False,
+                close_bot_session=False,
+            )
+        )
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait({waiting, self._polling}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if self._polling.done():
+            self._polling.result()  # it failed to start: say why
+
     async def stop(self) -> None:
         self._stopping = True
-        if self._polling is not None:
-            self._polling.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._polling
+        if self._polling is not None and not self._polling.done():
+            # Not cancel(): aiogram stops its own polling tasks only when asked to stop.
+            await self.dispatcher.stop_polling()
+            await self._polling
         if self._publisher is not None:
             self._publisher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -128,7 +128,7 @@ def parse_html(text: str) -> tuple[str, list[dict[str, Any]]]:
             pos = end
     if stack:
         raise refuse(f'Can\'t find end tag corresponding to start tag "{stack[-1][0]}"')
-    return "".join(plain), entities
+    return "".join(plain), sorted(entities, key=lambda e: (e["offset"], -e["length"]))
 
 
 def _check_nesting(kind: str, open_kinds: list[str], refuse: Callable[[str], ApiError]) -> None:
@@ -184,6 +184,7 @@ class FakeBotAPI:
         self.username = username
         self.url = ""
         self.calls: list[Call] = []
+        self.errors: list[tuple[str, str]] = []  # (method, description) of refused calls
         self.sent: dict[tuple[int, int], Sent] = {}
         self.drafts: list[Call] = []
         self.commands: list[dict[str, str]] | None = None
@@ -199,7 +200,7 @@ class FakeBotAPI:
     async def __aenter__(self) -> FakeBotAPI:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -277,6 +278,7 @@ class FakeBotAPI:
                 raise ApiError(404, "Not Found: method not found")
             result = await handler(params)
         except ApiError as exc:
+            self.errors.append((method, exc.description))
             return _answer_error(exc)
         finally:
             await self._notify()

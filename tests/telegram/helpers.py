@@ -205,18 +205,19 @@ class Scripted(Runtime):
 
     name = "scripted"
 
-    def __init__(self, commands: tuple[Command, ...] | None = (), report: bool = True) -> None:
+    def __init__(self, *commands: Command, static: bool = True) -> None:
         self.commands = commands
-        self.report = report  # report the inventory when a session opens
+        self.static = static  # known before any session (else only once one opens)
         self.turns: asyncio.Queue[ScriptedTurn] = asyncio.Queue()
+        self.keys: list[str] = []  # conversation keys of the sessions opened
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        if self.report:
-            updates(SessionUpdated(commands=self.commands or ()))
+        self.keys.append(key)
+        updates(SessionUpdated(commands=self.commands))
         return ScriptedSession(self)
 
     async def static_commands(self) -> tuple[Command, ...] | None:
-        return self.commands
+        return self.commands if self.static else None
 
     async def next_turn(self) -> ScriptedTurn:
         return await asyncio.wait_for(self.turns.get(), WAIT)

@@ -1,0 +1,189 @@
+"""Replies as the user sees them: catalog texts, failures, Markdown, long text, streaming,
+plain-text fallback, flood control.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from channels.telegram.sink import TYPING_EVERY
+from contract import Command
+from gateway.events import ErrorEvent, MessageDelta, MessageEnd
+
+from .fake_bot_api import NOT_MODIFIED, WAIT, FakeBotAPI
+from .helpers import GROUP, PRIVATE, Scripted, Start, message_update
+
+GO = Command(name="go", description="Go")
+INTERVAL = 0.2
+
+
+async def test_rejections_use_the_catalog(telegram: Start, fake: FakeBotAPI) -> None:
+    async with telegram() as served:
+        for text in ("/nope", "/settings", "/", "/foo!"):
+            await served.deliver(message_update(PRIVATE, text))
+        assert fake.texts(PRIVATE) == [
+            "Unsupported slash command /nope. Send /help to list available commands.",
+            "Unsupported slash command /settings. This command only runs in the interactive TUI.",
+            "Invalid slash command. Enter a command name after /.",
+            "Invalid slash command. Enter a command name after /.",
+        ]
+
+
+async def test_plain_text_failures_get_the_warning_sign_and_commands_do_not(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        for text in ("please do it", "/go now"):
+            await served.post(message_update(PRIVATE, text))
+            turn = await runtime.next_turn()
+            turn.emit(ErrorEvent("generic", "boom"))
+            await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(PRIVATE) == [
+            "⚠️ The request failed: boom",
+            "Slash command /go failed: boom",
+        ]
+
+
+async def test_markdown_is_sent_as_telegram_html(telegram: Start, fake: FakeBotAPI) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        await served.post(message_update(PRIVATE, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("**Done:** run `make test` & <see>"), MessageEnd())
+        await fake.wait(lambda: len(fake.messages(PRIVATE)) == 1)
+        [sent] = fake.messages(PRIVATE)
+        assert sent.parse_mode == "HTML"
+        assert sent.text == "Done: run make test & <see>"
+        assert [e["type"] for e in sent.entities] == ["bold", "code"]
+
+
+async def test_a_long_reply_arrives_in_order_in_several_messages(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    paragraphs = [f"Paragraph {i}. " + "lorem ipsum " * 40 for i in range(40)]
+    async with telegram(runtime) as served:
+        await served.post(message_update(PRIVATE, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("\n\n".join(paragraphs)), MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        texts = fake.texts(PRIVATE)
+        assert len(texts) > 4 and all(len(t) <= 4096 for t in texts)
+        assert "\n\n".join(texts) == "\n\n".join(p.strip() for p in paragraphs)
+
+
+async def test_refused_entities_fall_back_to_plain_text(telegram: Start, fake: FakeBotAPI) -> None:
+    fake.inject(
+        "sendMessage", 400, "Bad Request: can't parse entities: Unsupported start tag",
+        when=lambda params: params.get("parse_mode") == "HTML",
+    )  # fmt: skip
+    async with telegram() as served:
+        await served.deliver(message_update(PRIVATE, "/echo **bold** move"))
+        [sent] = fake.messages(PRIVATE)
+        assert (sent.text, sent.parse_mode, sent.entities) == ("bold move", None, [])
+
+
+async def test_flood_control_is_waited_out_not_dropped(telegram: Start, fake: FakeBotAPI) -> None:
+    fake.flood("sendMessage", retry_after=1)
+    async with telegram() as served:
+        await served.deliver(message_update(PRIVATE, "/echo patience"))
+        assert fake.texts(PRIVATE) == ["patience"]
+        refused, accepted = fake.calls_to("sendMessage")
+        assert accepted.at - refused.at >= 1.0
+        assert fake.errors == [("sendMessage", "Too Many Requests: retry after 1")]
+
+
+async def test_a_quick_reply_is_one_message_without_previews(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram(telegram_edit_interval=5.0) as served:
+        await served.deliver(message_update(GROUP, "/echo quick"))
+        await served.deliver(message_update(PRIVATE, "/echo quick"))
+        assert fake.texts(GROUP) == ["quick"] and fake.texts(PRIVATE) == ["quick"]
+        assert fake.calls_to("editMessageText") == [] and fake.drafts == []
+
+
+async def test_group_streaming_edits_one_placeholder_at_a_paced_rate(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        await served.post(message_update(GROUP, "/go"))
+        turn = await runtime.next_turn()
+        started = asyncio.get_running_loop().time()
+        turn.emit(MessageDelta("one"))
+        await fake.wait(lambda: fake.texts(GROUP) == ["one"])
+        placeholder = fake.calls_to("sendMessage")[0]
+        assert placeholder.at - started >= INTERVAL * 0.9  # a quick reply would need no preview
+        for word in (" two", " three", " four"):
+            turn.emit(MessageDelta(word))
+        await fake.wait(lambda: fake.texts(GROUP) == ["one two three four"])
+        turn.emit(MessageEnd())  # the final text equals the last preview: "not modified" is fine
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(GROUP) == ["one two three four"]
+        edits = fake.calls_to("editMessageText")
+        moments = [placeholder.at] + [e.at for e in edits]
+        assert all(b - a >= INTERVAL * 0.9 for a, b in itertools.pairwise(moments))
+        assert ("editMessageText", NOT_MODIFIED) in fake.errors
+        assert len(fake.calls_to("sendMessage")) == 1
+
+
+async def test_private_streaming_uses_drafts_then_sends_the_message(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        update = message_update(PRIVATE, "/go")
+        await served.post(update)
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("thinking *hard*"))
+        await fake.wait(lambda: len(fake.drafts) == 1)
+        turn.emit(MessageDelta(" about it"))
+        await fake.wait(lambda: len(fake.drafts) == 2)
+        turn.emit(MessageEnd())
+        await fake.wait(lambda: fake.texts(PRIVATE) == ["thinking hard about it"])
+        first, second = fake.drafts
+        assert (
+            first.params["draft_id"]
+            == second.params["draft_id"]
+            == str(update["message"]["message_id"])
+        )
+        assert first.params["text"] == "thinking <i>hard</i>"
+        assert second.params["text"] == "thinking <i>hard</i> about it"
+        assert fake.calls_to("editMessageText") == []
+
+
+async def test_without_drafts_a_private_chat_gets_a_placeholder(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    fake.inject("sendMessageDraft", 404, "Not Found: method not found")
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        await served.post(message_update(PRIVATE, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("partial"))
+        await fake.wait(lambda: fake.texts(PRIVATE) == ["partial"])
+        turn.emit(MessageDelta(" and whole"), MessageEnd())
+        await fake.wait(lambda: fake.texts(PRIVATE) == ["partial and whole"])
+        assert served.channel.drafts is False
+        assert len(fake.calls_to("sendMessageDraft")) == 1
+
+
+async def test_typing_is_shown_while_the_agent_works(telegram: Start, fake: FakeBotAPI) -> None:
+    assert TYPING_EVERY < 5  # Telegram clears the action after five seconds
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        await served.post(message_update(GROUP, "/go", thread_id=3))
+        turn = await runtime.next_turn()
+        await fake.wait(lambda: bool(fake.calls_to("sendChatAction")))
+        [action] = fake.calls_to("sendChatAction")
+        assert action.params == {
+            "chat_id": str(GROUP),
+            "action": "typing",
+            "message_thread_id": "3",
+        }
+        turn.emit(MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(GROUP) == ["✅ /go executed."]

@@ -1,0 +1,137 @@
+"""The webhook: the secret, bad input, redelivery, answering fast, bounded work, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import SecretStr
+
+from channels.telegram import channel as telegram_channel
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd
+from gateway.server import running
+from tests.conftest import make_settings
+
+from .fake_bot_api import WAIT, FakeBotAPI
+from .helpers import PRIVATE, SECRET, Scripted, Start, message_update
+
+GO = Command(name="go", description="Go")
+
+
+async def test_a_wrong_or_missing_secret_is_401_and_nothing_runs(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        update = message_update(PRIVATE, "hello")
+        for secret in (None, "", "wrong", SECRET + "x", SECRET[:-1]):
+            status, body = await served.post(update, secret=secret)
+            assert status == 401
+            assert body["description"] == "missing or wrong X-Telegram-Bot-Api-Secret-Token"
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert runtime.turns.empty() and runtime.keys == []
+        assert not fake.calls_to("sendMessage") and not fake.calls_to("sendChatAction")
+        # Not even remembered as delivered: the genuine delivery runs.
+        status, _ = await served.post(update)
+        assert status == 200
+        turn = await runtime.next_turn()
+        assert turn.turn.message.payload.source == "hello"
+        turn.emit(MessageDelta("hi"), MessageEnd())
+        await fake.wait(lambda: fake.texts(PRIVATE) == ["hi"])
+
+
+async def test_bad_input_is_a_4xx_with_a_message(telegram: Start, fake: FakeBotAPI) -> None:
+    async with telegram(webhook_max_body=2000) as served:
+        assert await served.post("{not json") == (
+            400,
+            {"ok": False, "description": "request body is not JSON"},
+        )
+        for body in ('{"message": {}}', "[1, 2]", '{"update_id": "x"}'):
+            status, answer = await served.post(body)
+            assert (status, answer["description"]) == (400, "request body is not an update")
+        status, answer = await served.post('{"update_id": 1, "x": "' + "a" * 3000 + '"}')
+        assert (status, answer["description"]) == (413, "update over the limit of 2000 bytes")
+        assert await served.post(message_update(PRIVATE, "/echo fine")) == (200, {"ok": True})
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(PRIVATE) == ["fine"]
+
+
+async def test_a_redelivered_update_runs_once(telegram: Start, fake: FakeBotAPI) -> None:
+    async with telegram() as served:
+        update = message_update(PRIVATE, "/echo once")
+        await served.deliver(update)
+        await served.deliver(update)
+        again = message_update(PRIVATE, "/echo once")  # the same text, a new update: runs
+        await served.deliver(again)
+        assert fake.texts(PRIVATE) == ["once", "once"]
+
+
+async def test_the_webhook_answers_before_the_turn_ends(telegram: Start, fake: FakeBotAPI) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        status, _ = await served.post(message_update(PRIVATE, "/go"))
+        assert status == 200
+        turn = await runtime.next_turn()  # still running: nothing sent yet
+        assert fake.texts(PRIVATE) == []
+        turn.emit(MessageDelta("done"), MessageEnd())
+        await fake.wait(lambda: fake.texts(PRIVATE) == ["done"])
+
+
+async def test_past_the_bound_the_webhook_says_retry_and_loses_nothing(
+    telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(telegram_channel, "MAX_IN_FLIGHT", 1)
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        assert (await served.post(message_update(PRIVATE, "/go first")))[0] == 200
+        first = await runtime.next_turn()
+        second = message_update(PRIVATE + 1, "/go second")
+        async with served.http.post(
+            f"{served.server.url}/telegram/webhook",
+            json=second,
+            headers={"X-Telegram-Bot-Api-Secret-Token": SECRET},
+        ) as resp:
+            assert resp.status == 503 and resp.headers["Retry-After"] == "1"
+        first.emit(MessageEnd())
+        await fake.wait(lambda: len(fake.texts(PRIVATE)) == 1)
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        # Telegram delivers it again; it was not marked as seen, so it runs now.
+        assert (await served.post(second))[0] == 200
+        turn = await runtime.next_turn()
+        assert turn.turn.message.payload.source == "/go second"
+        turn.emit(MessageDelta("ok"), MessageEnd())
+        await fake.wait(lambda: fake.texts(PRIVATE + 1) == ["ok"])
+
+
+async def test_stopping_finishes_the_updates_in_flight(telegram: Start, fake: FakeBotAPI) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime) as served:
+        assert (await served.post(message_update(PRIVATE, "/go")))[0] == 200
+        turn = await runtime.next_turn()
+        stopping = asyncio.create_task(served.channel.stop())
+        # While stopping, a new delivery is handed back to Telegram for later.
+        assert (await served.post(message_update(PRIVATE, "/go later")))[0] == 503
+        assert not stopping.done()
+        turn.emit(MessageDelta("finished"), MessageEnd())
+        await asyncio.wait_for(stopping, WAIT)
+        assert fake.texts(PRIVATE) == ["finished"]
+
+
+async def test_the_webhook_is_registered_with_its_secret(telegram: Start, fake: FakeBotAPI) -> None:
+    url = "https://gateway.example/telegram/webhook"
+    async with telegram(telegram_webhook_url=url):
+        assert fake.webhook is not None
+        assert fake.webhook["url"] == url
+        assert fake.webhook["secret_token"] == SECRET
+        assert set(fake.webhook["allowed_updates"]) == {"message", "callback_query"}
+
+
+async def test_webhook_mode_without_a_secret_refuses_to_start(fake: FakeBotAPI) -> None:
+    settings = make_settings(
+        telegram_token=SecretStr(fake.token), telegram_api_base=fake.url, telegram_secret=None
+    )
+    with pytest.raises(ValueError, match="SLASHGATE_TELEGRAM_SECRET"):
+        async with running(settings):
+            pass
+    assert fake.calls == []
