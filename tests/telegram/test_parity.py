@@ -1,0 +1,134 @@
+"""Every case of shared/parity/cases.jsonl through the Telegram channel, next to the webhook.
+
+One gateway serves both channels, on an embedded runtime whose inventory is the header's and
+whose handler answers deterministically. A case goes in as a Telegram update (private chat,
+the bot named as in the header through the fake's getMe) and as a webhook request; both must
+give the classification the case expects, the same forwarded composer_input and the same
+user-facing text (the webhook's Markdown, as Telegram shows it once rendered).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from channels.telegram.render import render
+from contract import Command
+from gateway.inbound import InboundMessage, Outcome, ReplySink
+from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
+from tests.conftest import load_parity
+
+from .fake_bot_api import FakeBotAPI
+from .helpers import PRIVATE, Served, Start, message_update
+
+HEADER, CASES = load_parity()
+REJECTED = ("invalid", "unsupported", "interactive_only")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeBotAPI]:
+    async with FakeBotAPI(username=HEADER["bot_username"]) as api:
+        yield api
+
+
+async def answer(ctx: HandlerContext) -> None:
+    if isinstance(ctx.wake, InboxWake):
+        await ctx.reply(f"runtime received: {ctx.wake.message.payload['source']}")
+
+
+def parity_runtime() -> EmbeddedRuntime:
+    inventory = tuple(Command(**c) for c in HEADER["inventory"])
+    return EmbeddedRuntime(
+        EntityDefinition(type="parity", handler=answer, slash_commands=inventory)
+    )
+
+
+def observed(outcome: Outcome) -> dict[str, Any]:
+    """The outcome in the case's vocabulary."""
+    result = outcome.classification
+    rejected = outcome.reply is not None and result.kind in REJECTED
+    return {
+        "kind": result.kind,
+        "command": result.command,
+        "typed": result.typed,
+        "args": result.args,
+        "for_other_bot": result.for_other_bot,
+        "source": result.source,
+        "message": outcome.reply.text if rejected and outcome.reply else None,
+        "nodes": result.payload.model_dump(mode="json", exclude_none=True)["nodes"],
+    }
+
+
+def forwarded(outcome: Outcome) -> Any:
+    return outcome.forwarded and outcome.forwarded.model_dump(mode="json", exclude_none=True)
+
+
+async def run_both(
+    served: Served, telegram_text: str, webhook_text: str
+) -> tuple[Outcome, Outcome, dict[str, Any]]:
+    """(Telegram outcome, webhook outcome, webhook response body) for one input each."""
+    outcomes: dict[str, Outcome] = {}
+    gateway = served.server.gateway
+    handle = gateway.handle
+
+    async def spy(message: InboundMessage, sink: ReplySink | None = None) -> Outcome:
+        outcome = await handle(message, sink)
+        outcomes[message.channel] = outcome
+        return outcome
+
+    gateway.handle = spy  # type: ignore[method-assign]
+    body = {"conversation": "parity", "user": "u1", "text": webhook_text}
+    async with served.http.post(f"{served.server.url}/v1/messages", json=body) as resp:
+        assert resp.status == 200
+        web = await resp.json()
+    await served.deliver(message_update(PRIVATE, telegram_text))
+    return outcomes["telegram"], outcomes["webhook"], web
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["text"] for c in CASES])
+async def test_parity_case(telegram: Start, fake: FakeBotAPI, case: dict[str, Any]) -> None:
+    text = case["text"]
+    async with telegram(parity_runtime(), interactive_only=HEADER["interactive_only"]) as served:
+        assert served.server.gateway.host_commands() == tuple(
+            Command(**c, source="gateway") for c in HEADER["host_commands"]
+        )
+        tg, wh, web = await run_both(served, text, text)
+
+        got = observed(tg)
+        assert {key: got[key] for key in case["expect"]} == case["expect"]
+        assert web["classification"] == {
+            "kind": got["kind"],
+            "command": got["command"],
+            "args": got["args"],
+        }
+        assert (tg.classification.typed, tg.classification.source) == (
+            wh.classification.typed,
+            wh.classification.source,
+        )
+
+        if got["for_other_bot"]:
+            # The webhook knows no bot username, so only Telegram can tell: it stays silent.
+            assert tg.forwarded is None and tg.reply is None
+            assert fake.calls_to("sendMessage") == [] and fake.calls_to("sendChatAction") == []
+            return
+
+        assert forwarded(tg) == web["forwarded"]
+        assert tg.reply is not None and tg.reply.text == web["reply"]["text"]
+        assert tg.reply.category == web["reply"]["category"]
+        chunks = render(web["reply"]["text"])
+        assert fake.texts(PRIVATE) == [c.plain for c in chunks]
+        assert [m.raw for m in fake.messages(PRIVATE)] == [c.html for c in chunks]
+
+
+async def test_a_menu_name_typed_back_matches_the_webhook_with_the_original(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    original = "/pr-review 123 in /worktree see @branch:main"
+    typed = "/pr_review 123 in /worktree see @branch:main"
+    async with telegram(parity_runtime(), interactive_only=HEADER["interactive_only"]) as served:
+        tg, wh, web = await run_both(served, typed, original)
+        assert observed(tg) == observed(wh)
+        assert forwarded(tg) == web["forwarded"]
+        assert fake.texts(PRIVATE) == [f"runtime received: {original}"]
