@@ -7,6 +7,8 @@ placed first, so a real ``pr_review`` is never displaced by ``pr-review``; later
 get ``_2``, ``_3``... in inventory order (host commands first). Names with nothing left
 (``/😀``) are skipped and logged. The reverse map turns a menu name typed back
 (``/pr_review 12``) into the original command (``/pr-review 12``) before the core sees it.
+Telegram's ``/start`` (sent when someone opens the bot) reads as ``/help`` unless the
+inventory has a ``start`` of its own.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ class Menu:
             return text
         typed = match.group(2)
         original = self.original.get(typed.lower())
+        if original is None and typed.lower() == "start":
+            original = "help"  # Telegram sends /start when someone opens the bot
         if original is None or original.lower() == typed.lower():
             return text
         first, *more = original.split()

@@ -8,7 +8,6 @@ waits one edit interval, so a quick reply is just one message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -148,10 +147,14 @@ class TelegramSink(ReplySink):
             await self._show(chunk)
 
     async def _stop_streaming(self) -> None:
-        for task in (self._typing, self._previews):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        """End typing and previews; whatever went wrong there, the final message still goes."""
+        tasks: list[asyncio.Future[None]] = [
+            t for t in (self._typing, self._previews) if t is not None
+        ]
+        for task in tasks:
+            task.cancel()
         if self._showing is not None:
-            await self._showing
+            tasks.append(self._showing)  # a preview half-sent: let it land first
+        for result in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(result, Exception):
+                log.error("streaming failed", exc_info=result)

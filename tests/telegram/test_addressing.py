@@ -69,3 +69,10 @@ async def test_a_forum_topic_is_its_own_conversation(
         [answer] = fake.messages(GROUP)
         assert answer.thread_id == thread
         assert answer.text == "Started a new session."
+
+
+async def test_opening_the_bot_shows_the_help(telegram: Start, fake: FakeBotAPI) -> None:
+    async with telegram() as served:
+        await served.deliver(message_update(PRIVATE, "/start"))
+        [welcome] = fake.texts(PRIVATE)
+        assert welcome.startswith("Gateway commands\n\n• /help — List commands")

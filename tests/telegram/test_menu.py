@@ -114,7 +114,14 @@ MENU = Menu.build(
         ("//pr_review", "//pr_review"),
         ("/pr_review/x", "/pr_review/x"),
         ("see /pr_review", "see /pr_review"),
+        ("/start", "/help"),
+        ("/start@gw_bot deep-link-payload", "/help@gw_bot deep-link-payload"),
     ],
 )
 def test_a_menu_name_typed_back_becomes_the_original_command(typed: str, core_sees: str) -> None:
     assert MENU.rewrite(typed) == core_sees
+
+
+def test_start_stays_start_when_the_inventory_has_one() -> None:
+    menu = Menu.build([Command(name="start", description="Start a job")])
+    assert menu.rewrite("/start now") == "/start now"

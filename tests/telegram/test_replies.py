@@ -187,3 +187,35 @@ async def test_typing_is_shown_while_the_agent_works(telegram: Start, fake: Fake
         turn.emit(MessageEnd())
         await asyncio.wait_for(served.channel.intake.drain(), WAIT)
         assert fake.texts(GROUP) == ["✅ /go executed."]
+
+
+async def test_a_failed_preview_does_not_cost_the_final_message(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    fake.inject("sendMessage", 400, "Bad Request: not enough rights to send text messages")
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        await served.post(message_update(GROUP, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("partial"))
+        await fake.wait(lambda: bool(fake.errors))  # the placeholder was refused
+        turn.emit(MessageDelta(" and whole"), MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(GROUP) == ["partial and whole"]
+
+
+async def test_a_deleted_placeholder_gets_the_final_text_as_a_new_message(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        await served.post(message_update(GROUP, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("partial"))
+        await fake.wait(lambda: fake.texts(GROUP) == ["partial"])
+        [placeholder] = fake.messages(GROUP)
+        del fake.sent[(GROUP, placeholder.message_id)]  # someone deleted it
+        turn.emit(MessageDelta(" and whole"), MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(GROUP) == ["partial and whole"]
+        assert ("editMessageText", "Bad Request: message to edit not found") in fake.errors
