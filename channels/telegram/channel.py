@@ -94,6 +94,13 @@ class TelegramChannel(Channel):
             app.router.add_post(WEBHOOK_PATH, self._webhook)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self.bot.session.close()  # the server does not stop a channel that failed
+            raise
+
+    async def _start(self) -> None:
         self.me = await self.bot.me()
         username = self.me.username or ""
         self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)

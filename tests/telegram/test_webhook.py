@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from aiogram.exceptions import TelegramUnauthorizedError
 from pydantic import SecretStr
 
 from channels.telegram import channel as telegram_channel
@@ -135,3 +136,16 @@ async def test_webhook_mode_without_a_secret_refuses_to_start(fake: FakeBotAPI) 
         async with running(settings):
             pass
     assert fake.calls == []
+
+
+async def test_a_wrong_token_stops_the_start_without_showing_it(fake: FakeBotAPI) -> None:
+    token = "999999:not-the-right-one"
+    settings = make_settings(
+        telegram_token=SecretStr(token),
+        telegram_api_base=fake.url,
+        telegram_secret=SecretStr(SECRET),
+    )
+    with pytest.raises(TelegramUnauthorizedError) as failed:
+        async with running(settings):
+            pass
+    assert str(failed.value) == "Telegram server says - Unauthorized"
