@@ -13,52 +13,22 @@ from typing import Any
 import aiohttp
 import pytest
 from conftest import make_settings
+from recorder import Recorder
 
-from contract import Classification, Command, ComposerInputMessage
+from contract import Command
 from gateway.core import Gateway
 from gateway.events import (
     PermissionRequired,
-    RuntimeEvent,
     StatusChanged,
     ToolEnd,
     ToolRunning,
     ToolStart,
 )
-from gateway.inbound import InboundMessage, Reply, ReplySink
+from gateway.inbound import InboundMessage, Reply
 from gateway.runtimes import build_runtime
 
 AGENT = Path(__file__).with_name("agent.py")
 WAIT = 20.0
-
-
-class Recorder(ReplySink):
-    """What a user of a channel would see for one input."""
-
-    def __init__(self) -> None:
-        self.deltas: list[str] = []
-        self.events: list[RuntimeEvent] = []
-        self.reply: Reply | None = None
-        self.permission: asyncio.Future[PermissionRequired] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self.first_delta = asyncio.Event()
-
-    async def accepted(
-        self, classification: Classification, forwarded: ComposerInputMessage | None
-    ) -> None:
-        pass
-
-    async def delta(self, text: str) -> None:
-        self.deltas.append(text)
-        self.first_delta.set()
-
-    async def event(self, event: RuntimeEvent) -> None:
-        self.events.append(event)
-        if isinstance(event, PermissionRequired) and not self.permission.done():
-            self.permission.set_result(event)
-
-    async def final(self, reply: Reply) -> None:
-        self.reply = reply
 
 
 def acp_settings(tmp_path: Path, **overrides: Any) -> Any:
