@@ -5,9 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
+from pathlib import Path
 
 _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
+
+
+def program(command: Sequence[str]) -> list[str]:
+    """The command line with a relative program path made absolute: the child starts in its
+    own working directory, where a path relative to the gateway's would not resolve.
+    """
+    first, *rest = command
+    if os.sep in first and not os.path.isabs(first):
+        first = str(Path(first).resolve())
+    return [first, *rest]
 
 
 class StderrPipe:

@@ -75,6 +75,10 @@ def pi_binary() -> str:
     return found
 
 
+def relative_to_here(path: str) -> str:
+    return os.path.relpath(path)
+
+
 def pi_home(root: Path, model: MockModel) -> Path:
     """An isolated HOME: pi's settings, models, an extension, a prompt template and a skill."""
     home = root / "home"
@@ -102,9 +106,10 @@ async def pi_gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Ga
         work = tmp_path / "work"
         work.mkdir()
         (work / "notes.txt").write_text("hi from notes")
+        command = overrides.pop("pi_command", [pi_binary(), "--mode", "rpc"])
         settings = make_settings(
             runtime="pi",
-            pi_command=[pi_binary(), "--mode", "rpc"],
+            pi_command=command,
             pi_cwd=work,
             pi_env={"HOME": str(pi_home(tmp_path, model)), "PI_OFFLINE": "1"},
             **overrides,
@@ -137,7 +142,9 @@ def by_name(commands: tuple[Command, ...]) -> dict[str, str]:
 
 
 async def test_inventory_has_extension_commands_templates_and_skills(tmp_path: Path) -> None:
-    async with pi_gateway(tmp_path) as (gw, _):
+    # A program path relative to the gateway's directory works although pi runs elsewhere.
+    relative = relative_to_here(pi_binary())
+    async with pi_gateway(tmp_path, pi_command=[relative, "--mode", "rpc"]) as (gw, _):
         commands = by_name(await gw.commands("test", "c1"))
         assert commands["hello"] == "Say hello"
         assert commands["Shout"] == "Shout the text back"
@@ -288,3 +295,11 @@ async def test_idle_processes_are_reaped(tmp_path: Path) -> None:
         await asyncio.wait_for(process.stopped.wait(), WAIT)
         assert runtime.processes == 0
         assert (await send(gw, "hi again")).text == "echo: hi again"
+
+
+async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-pi")
+    async with pi_gateway(tmp_path, pi_command=[missing], inventory_wait=0.1) as (gw, _):
+        sink = await send(gw, "hello")
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert sink.text.startswith("The request failed: could not start pi (")

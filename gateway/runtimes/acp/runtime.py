@@ -29,7 +29,7 @@ from acp.schema import (
 
 from ...store import BoundedTTLMap
 from ..base import Runtime, RuntimeSession, UpdateListener
-from ..stdio import StderrPipe
+from ..stdio import StderrPipe, program
 from .session import AcpSession
 
 log = logging.getLogger("slashgate.acp")
@@ -94,7 +94,7 @@ class AcpRuntime(Runtime):
             raise ValueError(
                 'acp_command is empty: set the agent command, e.g. ["gemini", "--acp"]'
             )
-        self._command = list(command)
+        self._command = program(command)
         self.cwd = cwd.expanduser().resolve()
         # The SDK passes only a trimmed environment (PATH, HOME, ...) plus this.
         self._env = dict(env or {})

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..base import Runtime, RuntimeSession, UpdateListener
+from ..stdio import program
 from .process import PiProcess
 from .session import PiSession, PiUnavailable
 
@@ -30,7 +31,7 @@ class PiRuntime(Runtime):
     ) -> None:
         if not command:
             raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
-        self._command = list(command)
+        self._command = program(command)
         self.cwd = cwd.expanduser().resolve()
         self._env = dict(env or {})
         self.pool_size = pool_size
