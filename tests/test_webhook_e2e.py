@@ -249,3 +249,22 @@ async def test_idempotency_key_replays_without_a_second_run(client: aiohttp.Clie
             assert await resp.json() == original
         status, body = await post(client, served, "/echo other", headers=key)
         assert status == 422 and body["error"]["code"] == "idempotency_mismatch"
+
+
+async def test_a_client_that_leaves_an_event_stream_does_not_break_the_turn(
+    client: aiohttp.ClientSession,
+) -> None:
+    async with serve_subprocess() as served:
+        headers = {"Accept": "text/event-stream", "Idempotency-Key": "leaving"}
+        body = {"conversation": "c1", "user": "u1", "text": "/slow 2"}
+        async with client.post(f"{served.url}/v1/messages", json=body, headers=headers) as resp:
+            events = read_events(resp)
+            kind, _ = await asyncio.wait_for(anext(events), WAIT)
+            assert kind == "accepted"
+            resp.close()  # hang up mid-stream
+        # The turn finishes anyway: the same key replays its whole reply once it is done.
+        status, replay = await post(
+            client, served, "/slow 2", headers={"Idempotency-Key": "leaving"}
+        )
+        assert status == 200 and replay["reply"]["text"] == "1/2\n2/2\ndone"
+        assert not any("Traceback" in line for line in served.output)
