@@ -23,7 +23,7 @@ if [ -f "$manifest" ] && [ -x "$PREFIX/node_modules/.bin/pi" ] \
     exit 0
 fi
 
-mkdir -p "$PREFIX"
+mkdir -p "$PREFIX" .tools
 # Keep the installed tree out of git without touching the project's .gitignore.
 [ -f .tools/.gitignore ] || printf '*\n' > .tools/.gitignore
 npm install --prefix "$PREFIX" --no-audit --no-fund --ignore-scripts --loglevel=error \

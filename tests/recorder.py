@@ -1,39 +1,33 @@
-"""A ReplySink that records what a user of a channel would see for one input."""
+"""The recording sink of the runtime tests: what a user of a channel would see for one input."""
 
 from __future__ import annotations
 
 import asyncio
 
-from contract import Classification, ComposerInputMessage
 from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply, ReplySink
+from gateway.inbound import Reply
+from tests.probe import RecordingSink
 
 
-class Recorder(ReplySink):
+class Recorder(RecordingSink):
+    """A RecordingSink that also hands over the first permission request as it comes."""
+
     def __init__(self) -> None:
-        self.deltas: list[str] = []
-        self.events: list[RuntimeEvent] = []
-        self.reply: Reply | None = None
-        loop = asyncio.get_running_loop()
-        self.permission: asyncio.Future[PermissionRequired] = loop.create_future()
-        self.first_delta = asyncio.Event()
-
-    async def accepted(
-        self, classification: Classification, forwarded: ComposerInputMessage | None
-    ) -> None:
-        pass
-
-    async def delta(self, text: str) -> None:
-        self.deltas.append(text)
-        self.first_delta.set()
+        super().__init__()
+        self.permission: asyncio.Future[PermissionRequired] = (
+            asyncio.get_running_loop().create_future()
+        )
 
     async def event(self, event: RuntimeEvent) -> None:
-        self.events.append(event)
+        await super().event(event)
         if isinstance(event, PermissionRequired) and not self.permission.done():
             self.permission.set_result(event)
 
-    async def final(self, reply: Reply) -> None:
-        self.reply = reply
+    @property
+    def reply(self) -> Reply | None:
+        """The final reply; the core sends exactly one."""
+        assert len(self.finals) <= 1, self.finals
+        return self.finals[0] if self.finals else None
 
     @property
     def text(self) -> str:

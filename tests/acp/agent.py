@@ -4,7 +4,8 @@ What it does depends on the prompt's text, so that each test picks a behaviour:
 ``/web q`` and ``/memory show x`` are commands; ``tool`` runs a tool behind a permission request;
 ``hold`` streams, then waits for session/cancel; ``crash`` streams, then exits mid-turn;
 ``plan``, ``refuse``, ``withdraw`` (empty command list), ``noisy`` (1 MiB on stderr), ``env``,
-``mode``, ``burst`` (200 ordered chunks); anything else is echoed with its content blocks.
+``mode``, ``cancels`` (how many session/cancel came), ``burst`` (200 ordered chunks);
+anything else is echoed with its content blocks.
 With ``ACP_TEST_AUTH=1`` session/new needs ``authenticate`` first.
 """
 
@@ -68,6 +69,7 @@ class TestAgent:
         self.cancelled: dict[str, asyncio.Event] = {}
         self.authenticated = os.environ.get("ACP_TEST_AUTH") != "1"
         self.tasks: set[asyncio.Task[None]] = set()
+        self.cancels = 0
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -122,6 +124,7 @@ class TestAgent:
         return SetSessionModeResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancels += 1
         self.cancelled[session_id].set()
 
     async def say(self, sid: str, *parts: str) -> None:
@@ -165,6 +168,8 @@ class TestAgent:
             await self.say(sid, "quiet now")
         elif word == "env":
             await self.say(sid, f"secret={os.environ.get('ACP_TEST_SECRET')}")
+        elif word == "cancels":
+            await self.say(sid, f"cancels={self.cancels}")
         elif word == "mode":
             await self.say(sid, f"mode={self.modes[sid]}")
         elif word == "burst":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,8 +11,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from conftest import make_settings
-from recorder import Recorder
 
 from contract import Command
 from gateway.core import Gateway
@@ -26,6 +23,8 @@ from gateway.events import (
 )
 from gateway.inbound import InboundMessage, Reply
 from gateway.runtimes import build_runtime
+from tests.conftest import make_settings
+from tests.recorder import Recorder
 
 AGENT = Path(__file__).with_name("agent.py")
 WAIT = 20.0
@@ -173,13 +172,13 @@ async def test_cancel_sends_session_cancel_and_the_next_message_works(tmp_path: 
 
 
 async def test_deadline_cancels_the_turn_in_the_agent(tmp_path: Path) -> None:
-    async with gateway(tmp_path, run_timeout=0.5, cancel_grace=10.0) as gw:
-        started = time.monotonic()
+    async with gateway(tmp_path, run_timeout=0.5) as gw:
         sink = await send(gw, "hold")
-        # The agent stopped on session/cancel, well before the grace period ran out.
-        assert time.monotonic() - started < 5.0
         assert sink.reply is not None and sink.reply.category == "timeout"
         assert sink.reply.text == "The request timed out. Retry in a moment."
+        # The agent got session/cancel and stopped: the next turn is not stuck behind it.
+        after = await send(gw, "cancels")
+        assert after.text == "cancels=1"
 
 
 async def test_crash_mid_turn_is_one_generic_failure_then_the_agent_restarts(

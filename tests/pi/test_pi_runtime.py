@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_settings
-from mock_openai import MODEL, MockModel, serve
-from recorder import Recorder
 
 from contract import Command
 from gateway.core import Gateway
@@ -28,6 +25,9 @@ from gateway.events import ToolEnd, ToolStart
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
 from gateway.runtimes.pi import PiRuntime
+from tests.conftest import make_settings
+from tests.pi.mock_openai import MODEL, MockModel, serve
+from tests.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_PI = ROOT / ".tools" / "pi" / "node_modules" / ".bin" / "pi"
@@ -303,3 +303,11 @@ async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:
         sink = await send(gw, "hello")
         assert sink.reply is not None and sink.reply.category == "generic"
         assert sink.text.startswith("The request failed: could not start pi (")
+
+
+async def test_deadline_aborts_pi_so_the_next_turn_runs(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path, run_timeout=1.0) as (gw, _):
+        sink = await send(gw, "[hold] too long")
+        assert sink.reply is not None and sink.reply.category == "timeout"
+        after = await send(gw, "next")  # pi was aborted: not "already processing"
+        assert after.text == "echo: next"

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("slashgate.acp")
 
 AGENT_STOPPED = "the agent process stopped; it is restarted for the next message"
+CANCEL_TIMEOUT = 5.0
 
 
 def error_text(exc: BaseException) -> str:
@@ -70,6 +71,7 @@ class AcpSession(RuntimeSession):
         self._conn: ClientSideConnection | None = None
         self._queue: asyncio.Queue[RuntimeEvent | None] | None = None
         self._permissions: dict[str, tuple[asyncio.Future[str | None], frozenset[str]]] = {}
+        self._prompts: set[asyncio.Future[None]] = set()  # in flight, possibly past their turn
 
     # -- the ACP session ------------------------------------------------------------------
 
@@ -110,10 +112,13 @@ class AcpSession(RuntimeSession):
             yield _failure(exc)
             return
         assert self.session_id is not None
+        session_id = self.session_id
         queue: asyncio.Queue[RuntimeEvent | None] = asyncio.Queue()
         self._queue = queue
         blocks = prompt_blocks(turn, self.runtime.cwd, self.runtime.prompt_capabilities)
-        task = asyncio.ensure_future(self._prompt(conn, self.session_id, blocks, queue))
+        prompt = asyncio.ensure_future(self._prompt(conn, session_id, blocks, queue))
+        self._prompts.add(prompt)
+        prompt.add_done_callback(self._prompts.discard)
         try:
             while (event := await queue.get()) is not None:
                 yield event
@@ -121,8 +126,11 @@ class AcpSession(RuntimeSession):
             if self._queue is queue:
                 self._queue = None
             self._deny_pending()
-            if not task.done():
-                task.cancel()
+            if not prompt.done():
+                # The gateway stopped reading before the turn ended (its deadline, shutdown):
+                # stop the agent too. The prompt request ends when the agent answers it.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_TIMEOUT)
 
     async def _prompt(
         self,

@@ -60,6 +60,12 @@ class _Turn:
     error: str | None = None  # an extension error, or a retry's final failure
     stopped: bool = False  # the process exited
 
+    ended: bool = False  # the turn's last event (end or error) is queued
+
+    def end(self, event: RuntimeEvent) -> None:
+        self.ended = True
+        self.queue.put_nowait(event)
+
     def show(self, text: str) -> None:
         if text:
             self.queue.put_nowait(MessageDelta(text))
@@ -172,6 +178,10 @@ class PiSession(RuntimeSession):
             finally:
                 if not driver.done():
                     driver.cancel()
+                if not state.ended:
+                    # The gateway stopped reading before the turn ended (its deadline,
+                    # shutdown): stop pi too, or the next prompt finds it still busy.
+                    await self._abort(process)
         finally:
             self._turn = None
             self._cancel_dialogs()
@@ -187,18 +197,18 @@ class PiSession(RuntimeSession):
             response = await process.request(command)
             if not response.get("success"):
                 error = str(response.get("error") or "pi refused the prompt")
-                state.queue.put_nowait(ErrorEvent(categorize(error), error))
+                state.end(ErrorEvent(categorize(error), error))
                 return
             await self._settle(process, state)
-            state.queue.put_nowait(self._ending(state))
             with contextlib.suppress(Exception):
                 await self.refresh_commands()  # /reload and extensions may change them
+            state.end(self._ending(state))
         except PiStopped:
-            state.queue.put_nowait(ErrorEvent("generic", PI_STOPPED))
+            state.end(ErrorEvent("generic", PI_STOPPED))
         except Exception as exc:
             log.exception("pi turn failed in %s", self.key)
             text = str(exc) or type(exc).__name__
-            state.queue.put_nowait(ErrorEvent(categorize(text), text))
+            state.end(ErrorEvent(categorize(text), text))
         finally:
             state.queue.put_nowait(None)
 
@@ -348,12 +358,17 @@ class PiSession(RuntimeSession):
 
     async def cancel(self) -> None:
         state = self._turn
-        if state is None or self.process is None or not self.process.alive:
+        if state is None or self.process is None:
             return
         state.cancelled = True
         self._cancel_dialogs()
-        with contextlib.suppress(PiStopped):
-            await self.process.request({"type": "abort"}, REQUEST_TIMEOUT)
+        await self._abort(self.process)
+
+    async def _abort(self, process: PiProcess) -> None:
+        """``abort``: pi answers once it is idle again."""
+        if process.alive:
+            with contextlib.suppress(PiStopped, TimeoutError):
+                await process.request({"type": "abort"}, REQUEST_TIMEOUT)
 
     async def close(self) -> None:
         """``/new`` or shutdown: the process goes, and with it this conversation's pi session."""
