@@ -6,7 +6,8 @@ What it does depends on the prompt's text, so that each test picks a behaviour:
 ``plan``, ``refuse``, ``withdraw`` (empty command list), ``noisy`` (1 MiB on stderr), ``env``,
 ``mode``, ``cancels`` (how many session/cancel came), ``burst`` (200 ordered chunks);
 anything else is echoed with its content blocks.
-With ``ACP_TEST_AUTH=1`` session/new needs ``authenticate`` first.
+With ``ACP_TEST_AUTH=1`` session/new needs ``authenticate`` first; with ``ACP_TEST_EMPTY_FIRST=1``
+the list sent before the session/new reply is empty.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ class TestAgent:
         self.modes[sid] = "ask"
         self.cancelled[sid] = asyncio.Event()
         # Advertised before the reply: the client must keep it until it knows the session id.
-        await self.conn.session_update(sid, update_available_commands(EARLY))
+        early = [] if os.environ.get("ACP_TEST_EMPTY_FIRST") == "1" else EARLY
+        await self.conn.session_update(sid, update_available_commands(early))
         task = asyncio.ensure_future(self._late_commands(sid))
         self.tasks.add(task)
         return NewSessionResponse(

@@ -90,6 +90,13 @@ async def test_commands_from_before_and_after_the_session_new_reply(tmp_path: Pa
         assert sink.reply is not None and sink.reply.text == "reviewing 42"
 
 
+async def test_an_empty_first_list_is_not_taken_as_final(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_EMPTY_FIRST": "1"}) as gw:
+        # The gateway waited (bounded) past the empty list for the real one.
+        sink = await send(gw, "/review 7")
+        assert sink.text == "reviewing 7"
+
+
 async def test_command_sent_by_canonical_name_and_multi_word_names(tmp_path: Path) -> None:
     async with gateway(tmp_path) as gw:
         sink = await send(gw, "/WEB@gw_bot acp sdk", bot="gw_bot")

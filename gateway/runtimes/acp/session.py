@@ -72,6 +72,7 @@ class AcpSession(RuntimeSession):
         self._queue: asyncio.Queue[RuntimeEvent | None] | None = None
         self._permissions: dict[str, tuple[asyncio.Future[str | None], frozenset[str]]] = {}
         self._prompts: set[asyncio.Future[None]] = set()  # in flight, possibly past their turn
+        self._listed = False  # a non-empty command list came (after it, empty withdraws all)
 
     # -- the ACP session ------------------------------------------------------------------
 
@@ -93,6 +94,9 @@ class AcpSession(RuntimeSession):
         """
         if isinstance(update, AvailableCommandsUpdate):
             commands = tuple(command(c) for c in update.available_commands)
+            if not commands and not self._listed:
+                return  # an empty first list is no answer yet: the gateway waits for the real one
+            self._listed = True
             self._updates(
                 SessionUpdated(commands=commands, capabilities={"supports_commands": True})
             )
