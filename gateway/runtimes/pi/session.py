@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from contract import Category, Command, categorize
+from contract import Command, categorize
 
 from ...events import (
     ErrorEvent,
@@ -43,8 +43,6 @@ _STOP_REASONS = {"aborted": "cancelled", "length": "max_tokens"}
 class PiUnavailable(Exception):
     """No pi process for this conversation: every one the pool allows is running a turn."""
 
-    category: Category = "busy"
-
 
 @dataclass
 class _Turn:
@@ -59,7 +57,6 @@ class _Turn:
     last: dict[str, Any] | None = None  # the last assistant message of the last run
     error: str | None = None  # an extension error, or a retry's final failure
     stopped: bool = False  # the process exited
-
     ended: bool = False  # the turn's last event (end or error) is queued
 
     def end(self, event: RuntimeEvent) -> None:
@@ -165,7 +162,7 @@ class PiSession(RuntimeSession):
             try:
                 process = await self.runtime.acquire(self)
             except PiUnavailable as exc:
-                yield ErrorEvent(exc.category, str(exc))
+                yield ErrorEvent("busy", str(exc))
                 return
             except Exception as exc:
                 log.warning("could not start pi for %s: %s", self.key, exc)
