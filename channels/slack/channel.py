@@ -110,14 +110,20 @@ class SlackChannel(Channel):
             await asyncio.wait({self._connecting})
         if self._socket is not None:
             await self._socket.close_async()
-        if self._tasks:
-            _, pending = await asyncio.wait(self._tasks, timeout=self.settings.cancel_grace)
-            for task in pending:
-                task.cancel()
-            if pending:
-                await asyncio.wait(pending)
+        pending = await self.drain(self.settings.cancel_grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
         if self.outbox.session is not None:
             await self.outbox.session.close()
+
+    async def drain(self, timeout: float | None = None) -> set[asyncio.Task[None]]:
+        """Wait for the inputs in flight (all of them, or until ``timeout``); those left."""
+        if not self._tasks:
+            return set()
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        return pending
 
     def describe(self) -> str:
         mode = "Socket Mode" if self.settings.slack_app_token else f"HTTP POST {EVENTS_PATH}"

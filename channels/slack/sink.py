@@ -259,7 +259,7 @@ class SlackSink(ReplySink):
         if len(rendered) > TEXT_LIMIT:
             rendered = chunks(rendered, TEXT_LIMIT - 2)[0] + " …"
         if self._message_ts is None:
-            self._message_ts = await self._post(rendered)
+            self._message_ts = await self._post(rendered, preview=True)
             if self._message_ts is None:  # no message to update: the final reply says it all
                 self._closing = True
         else:
@@ -268,8 +268,13 @@ class SlackSink(ReplySink):
 
     # -- Web API ---------------------------------------------------------------------------
 
-    async def _post(self, text: str, blocks: list[dict[str, Any]] | None = None) -> str | None:
-        """Post in the thread (or the channel); the message's ts, None if not through the API."""
+    async def _post(
+        self, text: str, blocks: list[dict[str, Any]] | None = None, preview: bool = False
+    ) -> str | None:
+        """Post in the thread (or the channel); the message's ts, None if not through the API.
+        Where the bot may not post, a slash command's response_url takes the message instead,
+        except previews: it takes only five.
+        """
         if not self._via_response_url:
             try:
                 response = await self.outbox.client.chat_postMessage(
@@ -285,6 +290,8 @@ class SlackSink(ReplySink):
                     log.warning("chat.postMessage to %s failed: %s", self.target.channel, error)
                     return None
                 self._via_response_url = True
+        if preview:
+            return None
         assert self.target.response_url is not None
         body: dict[str, Any] = {"response_type": "in_channel", "text": text}
         if blocks:
