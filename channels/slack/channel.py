@@ -118,11 +118,11 @@ class SlackChannel(Channel):
         if self.outbox.session is not None:
             await self.outbox.session.close()
 
-    async def drain(self, timeout: float | None = None) -> set[asyncio.Task[None]]:
-        """Wait for the inputs in flight (all of them, or until ``timeout``); those left."""
+    async def drain(self, grace: float | None = None) -> set[asyncio.Task[None]]:
+        """Wait for the inputs in flight (all of them, or for ``grace`` seconds); those left."""
         if not self._tasks:
             return set()
-        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
         return pending
 
     def describe(self) -> str:

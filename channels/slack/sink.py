@@ -30,7 +30,11 @@ WARNING = ":warning: "
 _CANNOT_POST = {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
 # Transient streaming errors; any other one means the workspace does not offer it.
 _TRANSIENT = {
-    "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
 }
 
 
@@ -69,7 +73,10 @@ def _button(
     index: int, option: PermissionOption, event: PermissionRequired, target: Target
 ) -> dict[str, Any]:
     value = {
-        "c": target.conversation, "r": event.request_id, "o": option.option_id, "u": target.user
+        "c": target.conversation,
+        "r": event.request_id,
+        "o": option.option_id,
+        "u": target.user,
     }
     button: dict[str, Any] = {
         "type": "button",

@@ -66,9 +66,7 @@ def web_client(base_url: str, token: str | None) -> AsyncWebClient:
     return AsyncWebClient(token=token, base_url=url, retry_handlers=retry_handlers())
 
 
-async def respond(
-    session: ClientSession | None, response_url: str, body: dict[str, Any]
-) -> bool:
+async def respond(session: ClientSession | None, response_url: str, body: dict[str, Any]) -> bool:
     """POST a message to a slash command's or an action's ``response_url``."""
     client = AsyncWebhookClient(response_url, session=session, retry_handlers=retry_handlers())
     try:

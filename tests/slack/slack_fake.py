@@ -106,10 +106,10 @@ class FakeSlack:
 
     # -- waiting ----------------------------------------------------------------------------
 
-    async def wait_for(self, check: Callable[[], T], timeout: float = WAIT) -> T:
+    async def wait_for(self, check: Callable[[], T], limit: float = WAIT) -> T:
         """Wait until ``check()`` is truthy (it is run after every recorded call)."""
         async with self._changed:
-            return await asyncio.wait_for(self._changed.wait_for(check), timeout)
+            return await asyncio.wait_for(self._changed.wait_for(check), limit)
 
     def of(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
@@ -128,7 +128,9 @@ class FakeSlack:
                 if isinstance(blocks, str):
                     blocks = json.loads(blocks)
                 ts = call.result["ts"]
-                made[ts] = Message(p["channel"], ts, p.get("thread_ts"), text, streamed, False, blocks)
+                made[ts] = Message(
+                    p["channel"], ts, p.get("thread_ts"), text, streamed, False, blocks
+                )
             elif call.method == "chat.update" and p.get("ts") in made:
                 made[p["ts"]].text = p.get("text", "")
                 made[p["ts"]].blocks = None
@@ -172,7 +174,9 @@ class FakeSlack:
         else:
             expected = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
             ok = token == expected
-            call.result = self._default(method, params) if ok else {"ok": False, "error": "invalid_auth"}
+            call.result = (
+                self._default(method, params) if ok else {"ok": False, "error": "invalid_auth"}
+            )
             response = web.json_response(call.result)
         self.calls.append(call)
         await self._notify()

@@ -19,9 +19,15 @@ async def test_umbrella_and_per_command_forms_send_the_same_source(gateway_serve
     recorder = Recorder(DEPLOY)
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
         answers = [
-            await h.slack.command("/agent", "deploy prod", channel="C1", response_url=fake.response_url("a")),
-            await h.slack.command("/agent", "/deploy prod", channel="C2", response_url=fake.response_url("b")),
-            await h.slack.command("/deploy", "prod", channel="C3", response_url=fake.response_url("c")),
+            await h.slack.command(
+                "/agent", "deploy prod", channel="C1", response_url=fake.response_url("a")
+            ),
+            await h.slack.command(
+                "/agent", "/deploy prod", channel="C2", response_url=fake.response_url("b")
+            ),
+            await h.slack.command(
+                "/deploy", "prod", channel="C3", response_url=fake.response_url("c")
+            ),
             await h.slack.command("/deploy", "", channel="C4", response_url=fake.response_url("d")),
         ]
         await h.channel.drain()
@@ -41,9 +47,10 @@ async def test_umbrella_and_per_command_forms_send_the_same_source(gateway_serve
 
 async def test_the_umbrella_name_comes_from_the_settings(gateway_server):
     recorder = Recorder(DEPLOY)
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, recorder.runtime, slack_umbrella_command="ask"
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, recorder.runtime, slack_umbrella_command="ask") as h,
+    ):
         await h.slack.command("/ask", "deploy staging", response_url=fake.response_url("a"))
         await h.channel.drain()
     assert recorder.sources == ["/deploy staging"]
@@ -67,11 +74,15 @@ async def test_rejections_are_ephemeral_and_never_reach_the_runtime(gateway_serv
     assert fake.responses_to("settings") == [
         {
             "response_type": "ephemeral",
-            "text": "Unsupported slash command /settings. This command only runs in the interactive TUI.",
+            "text": "Unsupported slash command /settings. "
+            "This command only runs in the interactive TUI.",
         }
     ]
     assert fake.responses_to("empty") == [
-        {"response_type": "ephemeral", "text": "Invalid slash command. Enter a command name after /."}
+        {
+            "response_type": "ephemeral",
+            "text": "Invalid slash command. Enter a command name after /.",
+        }
     ]
 
 

@@ -73,9 +73,7 @@ async def test_a_retried_event_runs_once(gateway_server):
         event = mention("deploy it", ts="600.1")
         first = await h.slack.event(event, event_id="EvRETRY")
         retries = [
-            await h.slack.event(
-                event, event_id="EvRETRY", **{"X-Slack-Retry-Num": str(n)}
-            )
+            await h.slack.event(event, event_id="EvRETRY", **{"X-Slack-Retry-Num": str(n)})
             for n in (1, 2, 3)
         ]
         # The same message delivered as a DM event and as a mention: one run as well.

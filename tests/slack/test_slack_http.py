@@ -11,7 +11,9 @@ from slack_harness import Recorder, slack_gateway
 
 async def test_url_verification_is_answered(gateway_server):
     async with fake_slack() as fake, slack_gateway(gateway_server, fake) as h:
-        body = json.dumps({"token": "t", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY", "type": "url_verification"})
+        body = json.dumps(
+            {"token": "t", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY", "type": "url_verification"}
+        )
         status, text = await h.slack.post(body, "application/json")
     assert status == 200
     assert json.loads(text) == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY"}
@@ -31,6 +33,7 @@ async def test_bad_signature_is_401_and_nothing_runs(gateway_server):
     assert "signature" in json.loads(text)["error"]
     assert recorder.sources == ["second"]
     assert [m.text for m in fake.messages()] == ["got: second"]
+
 
 async def test_signature_older_than_five_minutes_is_401(gateway_server):
     recorder = Recorder()
@@ -65,4 +68,3 @@ async def test_signed_garbage_is_a_4xx_with_a_message(gateway_server):
     for status, text in results:
         assert 400 <= status < 500, (status, text)
         assert json.loads(text)["error"]
-

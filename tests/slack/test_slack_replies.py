@@ -28,9 +28,10 @@ async def test_thread_replies_stream_with_chat_start_append_stop(gateway_server)
         yield MessageDelta("!")
         yield MessageEnd()
 
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(script)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script)) as h,
+    ):
         holder["fake"] = fake
         h.channel.outbox.update_interval = 0
         await h.slack.event(mention("hi", channel="C1", ts="10.1"))
@@ -67,14 +68,17 @@ async def test_previews_show_the_reply_while_it_is_written(gateway_server):
         await fake.wait_calls("chat.postMessage")  # type: ignore[attr-defined]
         yield MessageDelta(", part two")
         await fake.wait_for(  # type: ignore[attr-defined]
-            lambda: any(c.params.get("text") == "part one, part two" for c in fake.of("chat.update"))  # type: ignore[attr-defined]
+            lambda: any(
+                c.params.get("text") == "part one, part two" for c in fake.of("chat.update")
+            )  # type: ignore[attr-defined]
         )
         yield MessageDelta(", end")
         yield MessageEnd()
 
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(script, DEPLOY)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
+    ):
         holder["fake"] = fake
         h.channel.outbox.update_interval = 0
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
@@ -95,9 +99,10 @@ async def test_chat_update_is_throttled(gateway_server):
             yield MessageDelta(f" {n}")
         yield MessageEnd()
 
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(script, DEPLOY)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
+    ):
         holder["fake"] = fake
         h.channel.outbox.update_interval = 60.0
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
@@ -111,9 +116,10 @@ async def test_chat_update_is_throttled(gateway_server):
 async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_server):
     paragraphs = [f"**{n}** " + "x & y < z " * 300 for n in range(4)]
     reply = "\n\n".join(paragraphs)
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(deltas(reply), DEPLOY)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(deltas(reply), DEPLOY)) as h,
+    ):
         await h.slack.command("/deploy", "prod", channel="C8", response_url=fake.response_url("r"))
         await h.channel.drain()
     shown = [m.text for m in fake.messages("C8")]
@@ -124,9 +130,10 @@ async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_s
 
 
 async def test_rate_limits_are_waited_out_and_retried(gateway_server):
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(deltas("deployed"), DEPLOY)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(deltas("deployed"), DEPLOY)) as h,
+    ):
         fake.script(
             "chat.postMessage",
             Scripted(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}),
@@ -142,9 +149,10 @@ async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(g
     async def failing(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
         yield ErrorEvent("generic", "boom")
 
-    async with fake_slack() as fake, slack_gateway(
-        gateway_server, fake, ScriptedRuntime(failing, DEPLOY)
-    ) as h:
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(failing, DEPLOY)) as h,
+    ):
         await h.slack.event(mention("hello", channel="C1", ts="30.1"))
         await h.slack.command("/deploy", "prod", channel="C2", response_url=fake.response_url("r"))
         await h.channel.drain()
