@@ -19,6 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 log = logging.getLogger("slashgate.slack")
+# A response_url is a capability (whoever has it may post): slack_sdk logs request URLs at
+# DEBUG, so its webhook client gets a logger that never goes below INFO.
+_webhook_log = logging.getLogger("slashgate.slack.response_url")
+_webhook_log.setLevel(logging.INFO)
 
 MAX_RATE_LIMIT_RETRIES = 3
 MAX_RETRY_AFTER = 60.0  # seconds; Slack's per-minute windows never ask for more
@@ -68,7 +72,9 @@ def web_client(base_url: str, token: str | None) -> AsyncWebClient:
 
 async def respond(session: ClientSession | None, response_url: str, body: dict[str, Any]) -> bool:
     """POST a message to a slash command's or an action's ``response_url``."""
-    client = AsyncWebhookClient(response_url, session=session, retry_handlers=retry_handlers())
+    client = AsyncWebhookClient(
+        response_url, session=session, logger=_webhook_log, retry_handlers=retry_handlers()
+    )
     try:
         result = await client.send_dict(body)
     except Exception:

@@ -127,3 +127,31 @@ async def test_a_channel_the_bot_is_not_in_gets_the_result_through_response_url(
         await h.channel.drain()
     assert fake.responses_to("r") == [{"response_type": "in_channel", "text": "got: /deploy prod"}]
     assert fake.messages() == []
+
+
+async def test_a_busy_session_rejects_a_slash_command_ephemerally(gateway_server):
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        started.set()
+        await release.wait()
+        yield MessageDelta("first done")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(slow, DEPLOY)) as h,
+    ):
+        await h.slack.command("/deploy", "a", channel="C9", response_url=fake.response_url("a"))
+        await asyncio.wait_for(started.wait(), WAIT)
+        await h.slack.command("/deploy", "b", channel="C9", response_url=fake.response_url("b"))
+        [busy] = await fake.wait_responses("b")
+        release.set()
+        await h.channel.drain()
+    assert busy == {
+        "response_type": "ephemeral",
+        "text": "Slash command /deploy could not run because the session is busy. "
+        "Retry in a moment.",
+    }
+    assert [m.text for m in fake.messages("C9")] == ["first done"]
