@@ -234,7 +234,8 @@ class SlackChannel(Channel):
         ):
             return
         # A mention in a DM can come both as app_mention and as message: one run.
-        if not self._first(f"event:{body.get('event_id', '')}", f"message:{channel}:{ts}"):
+        event_id = body.get("event_id")
+        if not self._first(event_id and f"event:{event_id}", f"message:{channel}:{ts}"):
             return
         text = normalize(str(event.get("text") or ""), bot_user_id)
         if not text.strip():

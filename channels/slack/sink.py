@@ -14,7 +14,7 @@ from aiohttp import ClientSession
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from contract import Classification, ComposerInputMessage
+from contract import Classification, ComposerInputMessage, utf16_len
 from gateway.events import PermissionOption, PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply, ReplySink
 
@@ -263,7 +263,7 @@ class SlackSink(ReplySink):
         """chat.update fallback: one message showing the reply so far, cut to one chunk."""
         markdown = "".join(self._parts)
         rendered = to_mrkdwn(markdown)
-        if len(rendered) > TEXT_LIMIT:
+        if utf16_len(rendered) > TEXT_LIMIT:
             rendered = chunks(rendered, TEXT_LIMIT - 2)[0] + " …"
         if self._message_ts is None:
             self._message_ts = await self._post(rendered, preview=True)
