@@ -31,9 +31,15 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "slack")]
+sys.path.insert(0, str(ROOT))
 
-from slack_fake import (  # noqa: E402
+from channels.slack import SlackChannel  # noqa: E402
+from channels.slack.web import web_client  # noqa: E402
+from gateway.config import Settings  # noqa: E402
+from gateway.core import Gateway  # noqa: E402
+from gateway.inbound import InboundMessage  # noqa: E402
+from gateway.server import running  # noqa: E402
+from tests.slack.slack_fake import (  # noqa: E402
     BOT_TOKEN,
     BOT_USER,
     SIGNING_SECRET,
@@ -42,13 +48,6 @@ from slack_fake import (  # noqa: E402
     command_body,
     signed_headers,
 )
-
-from channels.slack import SlackChannel  # noqa: E402
-from channels.slack.web import web_client  # noqa: E402
-from gateway.config import Settings  # noqa: E402
-from gateway.core import Gateway  # noqa: E402
-from gateway.inbound import InboundMessage  # noqa: E402
-from gateway.server import running  # noqa: E402
 
 WARMUP = 30
 CHANNELS = 16  # spread over conversations, as real traffic is

@@ -10,15 +10,16 @@ from typing import Any
 
 import aiohttp
 from pydantic import SecretStr
-from slack_fake import BOT_TOKEN, SIGNING_SECRET, FakeSlack, SlackClient
 
 from channels.slack import SlackChannel
+from channels.slack.mrkdwn import to_mrkdwn
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from gateway.server import Running
+from tests.slack.slack_fake import BOT_TOKEN, SIGNING_SECRET, FakeSlack, Message, SlackClient
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]
 
@@ -45,6 +46,13 @@ async def slack_gateway(
     async with gateway_server(runtime, **settings) as server, aiohttp.ClientSession() as session:
         channel = next(c for c in server.channels if isinstance(c, SlackChannel))
         yield Harness(fake, server, channel, SlackClient(session, server.url))
+
+
+def shown(message: Message, markdown: str) -> bool:
+    """``message`` shows ``markdown``: as is when streamed (Slack renders Markdown), else as
+    mrkdwn. Whether a short reply streams depends on timing, what it shows does not.
+    """
+    return message.text == (markdown if message.streamed else to_mrkdwn(markdown))
 
 
 # -- runtimes -------------------------------------------------------------------------------

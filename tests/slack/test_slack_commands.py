@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from slack_fake import WAIT, Scripted, fake_slack
-from slack_harness import Recorder, ScriptedRuntime, ScriptedSession, slack_gateway
-
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import Turn
+from tests.slack.slack_fake import WAIT, Scripted, fake_slack
+from tests.slack.slack_harness import Recorder, ScriptedRuntime, ScriptedSession, slack_gateway
 
 DEPLOY = (Command(name="deploy", description="Deploy a build", hint="environment"),)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_settings
 from pydantic import SecretStr
 
 from channels.slack.manifest import MAX_SLASH_COMMANDS, build_manifest, slack_command_name
 from contract import Command
 from gateway.cli import main
+from tests.conftest import make_settings
 
 
 def names(manifest: dict) -> list[str]:

@@ -8,9 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import load_parity, make_settings
-from slack_fake import fake_slack, mention
-from slack_harness import slack_gateway
 
 from channels.slack.manifest import build_manifest
 from channels.slack.mrkdwn import escape, to_mrkdwn
@@ -18,6 +15,9 @@ from channels.webhook.wire import classification_body, forwarded_body
 from contract import Command
 from gateway.inbound import InboundMessage, Outcome
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
+from tests.conftest import load_parity, make_settings
+from tests.slack.slack_fake import fake_slack, mention
+from tests.slack.slack_harness import shown, slack_gateway
 
 HEADER, CASES = load_parity()
 INVENTORY = tuple(Command(**c) for c in HEADER["inventory"])
@@ -147,6 +147,6 @@ async def test_parity_case_through_slack(gateway_server, monkeypatch, case, form
         ]
         assert fake.messages() == []
     else:
-        [shown] = fake.messages("C1")
-        assert shown.text == (expected if shown.streamed else to_mrkdwn(expected))
-        assert shown.thread_ts == ("1.1" if form == "mention" else None)
+        [message] = fake.messages("C1")
+        assert shown(message, expected)
+        assert message.thread_ts == ("1.1" if form == "mention" else None)

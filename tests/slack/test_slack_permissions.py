@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from slack_fake import Message, fake_slack, mention
-from slack_harness import ScriptedRuntime, ScriptedSession, slack_gateway
-
 from gateway.events import (
     MessageDelta,
     MessageEnd,
@@ -16,6 +13,8 @@ from gateway.events import (
     RuntimeEvent,
 )
 from gateway.runtimes import Turn
+from tests.slack.slack_fake import Message, fake_slack, mention
+from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, slack_gateway
 
 REQUEST = PermissionRequired(
     "p1",

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from slack_fake import Scripted, fake_slack, mention
-from slack_harness import ScriptedRuntime, ScriptedSession, deltas, slack_gateway
-
 from channels.slack.mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
 from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import Turn
+from tests.slack.slack_fake import Scripted, fake_slack, mention
+from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, deltas, slack_gateway
 
 DEPLOY = (Command(name="deploy", description="Deploy a build"),)
 
@@ -45,14 +44,28 @@ async def test_thread_replies_stream_with_chat_start_append_stop(gateway_server)
 
 
 async def test_without_native_streaming_a_message_is_updated_instead(gateway_server):
-    runtime = ScriptedRuntime(deltas("Hello ", "**world** & <you>"))
-    async with fake_slack() as fake, slack_gateway(gateway_server, fake, runtime) as h:
+    holder: dict[str, object] = {}
+
+    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        fake = holder["fake"]
+        posted = len(fake.of("chat.postMessage"))  # type: ignore[attr-defined]
+        yield MessageDelta("Hello ")
+        await fake.wait_calls("chat.postMessage", posted + 1)  # type: ignore[attr-defined]
+        yield MessageDelta("**world** & <you>")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script)) as h,
+    ):
+        holder["fake"] = fake
         fake.script("chat.startStream", Scripted(body={"ok": False, "error": "unknown_method"}))
         await h.slack.event(mention("one", ts="20.1"))
         await h.channel.drain()
         await h.slack.event(mention("two", ts="21.1"))
         await h.channel.drain()
     assert len(fake.of("chat.startStream")) == 1  # not tried again once Slack said no
+    assert [c.params["text"] for c in fake.of("chat.postMessage")] == ["Hello", "Hello"]
     assert [(m.thread_ts, m.text, m.streamed) for m in fake.messages()] == [
         ("20.1", "Hello *world* &amp; &lt;you&gt;", False),
         ("21.1", "Hello *world* &amp; &lt;you&gt;", False),

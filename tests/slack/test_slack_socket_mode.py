@@ -6,10 +6,10 @@ import json
 from urllib.parse import parse_qsl
 
 from pydantic import SecretStr
-from slack_fake import APP_TOKEN, command_body, event_body, fake_slack, mention
-from slack_harness import Recorder, slack_gateway
 
 from contract import Command
+from tests.slack.slack_fake import APP_TOKEN, command_body, event_body, fake_slack, mention
+from tests.slack.slack_harness import Recorder, slack_gateway
 
 
 async def test_events_and_commands_arrive_over_socket_mode(gateway_server):
