@@ -285,6 +285,8 @@ class SlackChannel(Channel):
             if not sink.finished:
                 failure = self.gateway.catalog.text("generic", None, str(exc) or type(exc).__name__)
                 await sink.final(Reply(failure, "generic"))
+        finally:
+            sink.close()
 
     async def _answer_permission(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         try:

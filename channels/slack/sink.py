@@ -159,6 +159,12 @@ class SlackSink(ReplySink):
         for text in messages:
             await self._post(text)
 
+    def close(self) -> None:
+        """The input is over (even if it ended without a final reply): stop streaming."""
+        self._closing = True
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+
     # -- streaming -------------------------------------------------------------------------
 
     async def _flush_loop(self) -> None:
