@@ -18,4 +18,8 @@ def build_runtime(settings: Settings) -> Runtime:
         from .embedded import DEMO_ENTITY, EmbeddedRuntime
 
         return EmbeddedRuntime(DEMO_ENTITY)
+    if settings.runtime == "electric":
+        from .electric import ElectricRuntime
+
+        return ElectricRuntime(settings)
     raise ValueError(f"unknown runtime {settings.runtime!r}")
