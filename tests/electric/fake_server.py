@@ -104,10 +104,32 @@ def composer_input_details(payload: Any) -> list[dict[str, str]]:
                     node = {**node, "kind": "text"}
             adapted.append(node)
         payload = {**payload, "nodes": adapted}
-    for problem in composer_input_problems(payload, strict_names=True):
-        match = re.match(r"nodes\[(\d+)\]", problem)
-        details.append({"path": f"/nodes/{match.group(1)}" if match else "/", "message": problem})
+    details.extend(_server_detail(p) for p in composer_input_problems(payload, strict_names=True))
     return details
+
+
+# The contract's problem texts, worded as the server words them: (pattern, field, message).
+_WORDING: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"payload\.source "), "/source", "must be a string"),
+    (re.compile(r"payload\.nodes "), "/nodes", "must be an array"),
+    (re.compile(r"\.start and \.end "), "/start", "must be an integer"),
+    (re.compile(r" span .* is outside "), "/end", "must be within source"),
+    (re.compile(r"\.raw does not equal"), "/raw", "must equal source.slice(start, end)"),
+    (re.compile(r" overlaps or precedes"), "/start", "must not overlap the previous node"),
+    (re.compile(r"\.name .* does not match"), "/name", "must be a lowercase kebab-case command name"),
+    (re.compile(r"\.path must be"), "/path", "must be a string"),
+    (re.compile(r"\.name must be"), "/name", "must be a non-empty string"),
+    (re.compile(r" must be an object"), "", "must be an object"),
+)
+
+
+def _server_detail(problem: str) -> dict[str, str]:
+    node = re.match(r"nodes\[(\d+)\]", problem)
+    base = f"/nodes/{node.group(1)}" if node else ""
+    for pattern, field_path, message in _WORDING:
+        if pattern.search(problem):
+            return {"path": (base + field_path) or "/", "message": message}
+    return {"path": base or "/", "message": problem}
 
 
 def _js_number(value: Any) -> Any:
@@ -279,6 +301,7 @@ class FakeEntity:
     handling: asyncio.Task[None] | None = None
     layers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    forking: bool = False  # a fork holds the work lock (entity-manager.ts)
 
     @property
     def url(self) -> str:
@@ -633,6 +656,8 @@ class FakeElectric:
                                  f'Unknown message type "{message_type}"')
         if "payload" not in body:
             return api_error(400, "INVALID_REQUEST", "Missing required field: payload")
+        if entity.forking:
+            return api_error(409, "FORK_IN_PROGRESS", "Entity subtree is being forked")
         mode = body.get("mode") or "immediate"
         now = "2026-01-01T00:00:00.000Z"
         value: dict[str, Any] = {
@@ -805,35 +830,9 @@ class FakeElectric:
         try:
             if stream.tail <= start and not stream.closed:
                 await response.write(control(True, False).encode())
-            while True:
-                if stream.tail > conn.sent:
-                    batch = stream.events[conn.sent : stream.tail]
-                    frame = "event: data\n" + "".join(
-                        f"data:{line}\n" for line in json.dumps(batch).split("\n")
-                    ) + "\n"
-                    if conn.torn:
-                        await response.write(frame.encode())
-                        break
-                    conn.sent = stream.tail
-                    closed = stream.closed
-                    await response.write((frame + control(True, closed)).encode())
-                    stream.mark_delivered(conn.sent)
-                    if closed:
-                        break
-                    continue
-                if stream.closed:
-                    await response.write(control(True, True).encode())
-                    break
-                if conn.closing:
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break  # the routine close: the client reconnects from its offset
-                conn.wake.clear()
-                try:
-                    await asyncio.wait_for(conn.wake.wait(), min(self.sse_keepalive, remaining))
-                except TimeoutError:
-                    await response.write(control(True, False).encode())
+            await self._sse_loop(response, stream, conn, deadline, control)
+        except ConnectionError:
+            return response  # the client went away
         finally:
             stream.sse.remove(conn)
             self.changed()
@@ -843,3 +842,37 @@ class FakeElectric:
         with contextlib.suppress(ConnectionError):
             await response.write_eof()
         return response
+
+    async def _sse_loop(self, response: web.StreamResponse, stream: FakeStream,
+                        conn: SseConnection, deadline: float, control: Callable[[bool, bool], str]
+                        ) -> None:
+        """Data and control events until the stream closes, the deadline or a disconnect."""
+        while True:
+            if stream.tail > conn.sent:
+                batch = stream.events[conn.sent : stream.tail]
+                frame = "event: data\n" + "".join(
+                    f"data:{line}\n" for line in json.dumps(batch).split("\n")
+                ) + "\n"
+                if conn.torn:
+                    await response.write(frame.encode())
+                    return
+                conn.sent = stream.tail
+                closed = stream.closed
+                await response.write((frame + control(True, closed)).encode())
+                stream.mark_delivered(conn.sent)
+                if closed:
+                    return
+                continue
+            if stream.closed:
+                await response.write(control(True, True).encode())
+                return
+            if conn.closing:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return  # the routine close: the client reconnects from its offset
+            conn.wake.clear()
+            try:
+                await asyncio.wait_for(conn.wake.wait(), min(self.sse_keepalive, remaining))
+            except TimeoutError:
+                await response.write(control(True, False).encode())

@@ -10,6 +10,7 @@ import aiohttp
 from contract import Command
 
 from ...config import Settings
+from ...events import SessionUpdated
 from ...state import StateStore, open_store
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import ElectricClient
@@ -39,6 +40,7 @@ class ElectricRuntime(Runtime):
         self.client = ElectricClient(settings.electric_url, principal)
         self.store = store or open_store(settings)
         self._owns_store = store is None
+        self.static: tuple[Command, ...] | None = None  # the type's list, as last read
 
     async def start(self) -> None:
         await self.store.open()
@@ -54,8 +56,11 @@ class ElectricRuntime(Runtime):
         try:
             await session.ensure()
         except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
-            # The first turn tries again and tells the user why it cannot run.
+            # The first turn tries again and tells the user why it cannot run; meanwhile the
+            # type's commands still classify as commands (not as unknown ones).
             log.warning("cannot open the entity for %s yet: %s", key, exc)
+            if self.static is not None:
+                updates(SessionUpdated(commands=self.static))
         return session
 
     async def static_commands(self) -> tuple[Command, ...] | None:
@@ -64,7 +69,8 @@ class ElectricRuntime(Runtime):
         except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning("no static commands from %s: %s", self.client.base, exc)
             return None
-        return tuple(c.command() for c in entity_type.slash_commands or ())
+        self.static = tuple(c.command() for c in entity_type.slash_commands or ())
+        return self.static
 
     def describe(self) -> str:
         return f"electric ({self.client.base}, entity type {self.settings.electric_entity_type})"

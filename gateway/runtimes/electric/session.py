@@ -136,6 +136,7 @@ class ElectricSession(RuntimeSession):
         self._entity: Entity | None = None
         self._inventory = Inventory()
         self._offset = START
+        self._dirty = False  # the offset applied is newer than the one saved
         self._reader: asyncio.Task[None] | None = None
         self._turn: _Turn | None = None
         self._ready = asyncio.Lock()
@@ -154,10 +155,10 @@ class ElectricSession(RuntimeSession):
             client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
             entity = await client.create_entity(type_name, self.entity_id, {"grants": USER_GRANTS})
             try:
-                static = (await client.entity_type(type_name)).slash_commands or []
+                declared = (await client.entity_type(type_name)).slash_commands or []
+                self.runtime.static = tuple(c.command() for c in declared)
             except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
-                log.warning("no static commands of %s (%s); using the stream's", type_name, exc)
-                static = []
+                log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
             saved = await self.runtime.store.get(self.state_key)
             if _matches(saved, self.runtime.client.base, entity.streams.main):
                 self._offset = str(saved["offset"])
@@ -165,14 +166,16 @@ class ElectricSession(RuntimeSession):
             else:
                 self._offset, rows = START, []
             self._entity = entity
-            self._inventory = Inventory((c.command() for c in static), rows)
-            if self._offset != START:
-                self._report()  # known at once after a restart; the stream brings what changed
+            self._inventory = Inventory(self.runtime.static or (), rows)
             self._reader = asyncio.create_task(self._read(entity.streams.main))
 
     async def _read(self, stream_path: str) -> None:
+        """Follow the stream for good. The inventory is first reported once caught up, so that
+        after a restart what changed meanwhile is in it; should reading fail before that, the
+        saved inventory is reported instead.
+        """
         backoff = BACKOFF_FIRST
-        reported = self._offset != START
+        reported = False
         while True:
             try:
                 live = self.runtime.settings.electric_live
@@ -193,6 +196,9 @@ class ElectricSession(RuntimeSession):
                 log.warning("reading %s failed: %s", stream_path, exc)
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 log.warning("reading %s failed: %s; resuming at %s", stream_path, exc, self._offset)
+            if not reported and self._offset != START:
+                reported = True
+                self._report()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
 
@@ -206,16 +212,27 @@ class ElectricSession(RuntimeSession):
                 self._turn.feed(event)
         if batch.offset != self._offset or changed:
             self._offset = batch.offset
+            self._dirty = True
+            await self._save()
+        return changed
+
+    async def _save(self) -> None:
+        if not self._dirty or self._entity is None:
+            return
+        self._dirty = False
+        try:
             await self.runtime.store.set(
                 self.state_key,
                 {
                     "server": self.runtime.client.base,
-                    "stream": self._entity.streams.main if self._entity else "",
+                    "stream": self._entity.streams.main,
                     "offset": self._offset,
                     "commands": self._inventory.snapshot(),
                 },
             )
-        return changed
+        except BaseException:
+            self._dirty = True  # cancelled or failed: ``close`` saves it
+            raise
 
     def _report(self) -> None:
         self._updates(
@@ -288,6 +305,7 @@ class ElectricSession(RuntimeSession):
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+        await self._save()  # what was applied is what a restart resumes after
 
 
 def _matches(saved: Any, server: str, stream_path: str) -> TypeGuard[dict[str, Any]]:

@@ -1,0 +1,162 @@
+"""Every refusal and failure of the server reaches the user as exactly one categorized reply."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+from .conftest import say, say_streaming
+from .fake_server import FakeElectric
+
+
+def _reply(body: dict[str, Any]) -> tuple[str | None, str]:
+    return body["reply"]["category"], body["reply"]["text"]
+
+
+async def test_422_validation_failure_is_generic_with_the_server_details(
+    fake: FakeElectric, electric_gateway
+):
+    def rename(body: dict[str, Any]) -> dict[str, Any]:  # what a broken proxy might do
+        body["payload"]["nodes"][0]["name"] = "Deploy"
+        return body
+
+    fake.mangle_send = rename
+    async with electric_gateway() as server:
+        body = await say(server, "/deploy prod")
+
+    assert _reply(body) == (
+        "generic",
+        "Slash command /deploy failed: Validation failed: "
+        "/nodes/0/name must be a lowercase kebab-case command name",
+    )
+
+
+async def test_400_invalid_request_is_generic_with_the_server_message(
+    fake: FakeElectric, electric_gateway
+):
+    fake.mangle_send = lambda body: {**body, "from": "/principal/user%3Aeve"}
+    async with electric_gateway() as server:
+        body = await say(server, "hello")
+
+    assert _reply(body) == (
+        "generic",
+        "The request failed: Request from must match Electric-Principal",
+    )
+
+
+async def test_404_unknown_entity_type_is_generic(fake: FakeElectric, electric_gateway):
+    async with electric_gateway(electric_entity_type="ghost", inventory_wait=0.05) as server:
+        plain = await say(server, "hello")
+        slash = await say(server, "/status")
+
+    assert _reply(plain) == ("generic", 'The request failed: Entity type "ghost" not found')
+    assert "ghost" in slash["reply"]["text"]  # host commands still answer
+    assert fake.entities == {}
+
+
+async def test_409_not_running_is_generic(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        await say(server, "hello")
+        (url,) = fake.entities
+        fake.stop_entity(url)
+        body = await say(server, "/deploy prod")
+
+    assert _reply(body) == ("generic", "Slash command /deploy failed: Entity is not accepting writes")
+
+
+async def test_409_fork_in_progress_is_busy(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        await say(server, "hello")
+        (entity,) = fake.entities.values()
+        entity.forking = True
+        body = await say(server, "/deploy prod")
+
+    assert _reply(body) == (
+        "busy",
+        "Slash command /deploy could not run because the session is busy. Retry in a moment.",
+    )
+
+
+async def test_401_without_a_principal_on_a_server_that_requires_one(
+    fake: FakeElectric, electric_gateway
+):
+    fake.require_principal = True
+    async with electric_gateway(inventory_wait=0.05) as server:
+        body = await say(server, "hello")
+
+    assert _reply(body) == ("generic", "The request failed: Missing Electric-Principal")
+
+
+async def test_gateway_principal_creates_and_reads_users_send(fake: FakeElectric, electric_gateway):
+    fake.require_principal = True
+    async with electric_gateway(electric_principal="service:slashgate") as server:
+        body = await say(server, "hello", user="bob")
+
+    assert _reply(body) == (None, "hello")
+    (entity,) = fake.entities.values()
+    assert entity.created_by == "/principal/service%3Aslashgate"
+    reads = [r for r in fake.requests if r.path == entity.stream.path]
+    assert {r.headers["Electric-Principal"] for r in reads} == {"service:slashgate"}
+    assert fake.sends()[0].headers["Electric-Principal"] == "user:bob"
+
+
+async def test_unreachable_server_is_generic(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        await say(server, "hello")
+        await fake.stop()
+        body = await say(server, "/deploy prod")
+
+    category, text = _reply(body)
+    assert category == "generic"
+    assert text.startswith(f"Slash command /deploy failed: cannot reach the Electric Agents server at {fake.url}")
+
+
+async def test_error_event_of_the_run_fails_the_turn(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        events = await say_streaming(server, "fail")
+
+    assert [d["text"] for e, d in events if e == "delta"] == ["Trying"]
+    assert events[-1][1]["reply"] == {
+        "text": "The request failed: boom", "category": "generic", "stop_reason": None
+    }
+
+
+async def test_handler_failure_without_a_run_fails_the_turn(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        body = await say(server, "crash")
+
+    assert _reply(body) == ("generic", "The request failed: handler crashed")
+
+
+async def test_error_text_is_categorized(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        body = await say(server, "processing")
+
+    assert _reply(body) == ("busy", "The session is busy. Retry in a moment.")
+
+
+async def test_cancel_interrupts_the_run_with_sigint(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server, aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{server.url}/v1/messages",
+            json={"conversation": "c1", "user": "alice", "text": "slow"},
+            headers={"Accept": "text/event-stream"},
+        ) as response:
+            seen = b""
+            while b"event: delta" not in seen:  # the user sees the run going
+                seen += await asyncio.wait_for(response.content.readany(), 5)
+            cancelled = await say(server, "/cancel")
+            seen += await asyncio.wait_for(response.content.read(), 5)
+
+    assert cancelled["reply"]["text"] == "Cancelled the running turn."
+    final = json.loads(seen.decode().split("event: reply\ndata: ")[1])
+    assert final["reply"] == {
+        "text": "Working\n\n_(cancelled)_", "category": None, "stop_reason": "cancelled"
+    }
+    signals = [r.body for r in fake.requests if r.path.endswith("/signal")]
+    assert signals == [{"signal": "SIGINT"}]
+    (entity,) = fake.entities.values()
+    await fake.until(lambda: entity.stream.events[-1]["value"].get("finish_reason") == "aborted")
