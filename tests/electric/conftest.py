@@ -132,10 +132,13 @@ async def say(
     server: Running, text: str, conversation: str = "c1", user: str = "alice"
 ) -> dict[str, Any]:
     """POST /v1/messages (JSON); the response body."""
-    async with aiohttp.ClientSession() as http, http.post(
-        f"{server.url}/v1/messages",
-        json={"conversation": conversation, "user": user, "text": text},
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{server.url}/v1/messages",
+            json={"conversation": conversation, "user": user, "text": text},
+        ) as response,
+    ):
         assert response.status == 200, await response.text()
         body: dict[str, Any] = await response.json()
         return body
@@ -145,11 +148,14 @@ async def say_streaming(
     server: Running, text: str, conversation: str = "c1", user: str = "alice"
 ) -> list[tuple[str, dict[str, Any]]]:
     """POST /v1/messages with Accept: text/event-stream; the (event, data) pairs in order."""
-    async with aiohttp.ClientSession() as http, http.post(
-        f"{server.url}/v1/messages",
-        json={"conversation": conversation, "user": user, "text": text},
-        headers={"Accept": "text/event-stream"},
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{server.url}/v1/messages",
+            json={"conversation": conversation, "user": user, "text": text},
+            headers={"Accept": "text/event-stream"},
+        ) as response,
+    ):
         assert response.status == 200, await response.text()
         raw = await response.text()
     events = []
@@ -162,9 +168,10 @@ async def say_streaming(
 
 async def commands(server: Running, conversation: str = "c1") -> dict[str, dict[str, Any]]:
     """GET /v1/commands?conversation=...: the effective inventory by name."""
-    async with aiohttp.ClientSession() as http, http.get(
-        f"{server.url}/v1/commands", params={"conversation": conversation}
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{server.url}/v1/commands", params={"conversation": conversation}) as response,
+    ):
         assert response.status == 200
         body = await response.json()
     return {c["name"]: c for c in body["commands"]}

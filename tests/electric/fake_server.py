@@ -28,8 +28,11 @@ from contract import composer_input_problems
 
 SLASH_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 PRINCIPAL_KINDS = ("user", "agent", "service", "system")
-BYPASS = {"/principal/system%3Aframework", "/principal/system%3Aauth-sync",
-          "/principal/system%3Adev-local"}
+BYPASS = {
+    "/principal/system%3Aframework",
+    "/principal/system%3Aauth-sync",
+    "/principal/system%3Adev-local",
+}
 MODES = ("immediate", "queued", "paused", "steer")
 PERMISSIONS = ("read", "write", "delete", "signal", "fork", "schedule", "spawn", "manage")
 SIGNALS = ("SIGINT", "SIGHUP", "SIGTERM", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGUSR")
@@ -98,7 +101,9 @@ def composer_input_details(payload: Any) -> list[dict[str, str]]:
                 node = {k: _js_number(v) for k, v in node.items()}
                 kind = node.get("kind")
                 if not isinstance(kind, str) or not kind:
-                    details.append({"path": f"/nodes/{i}/kind", "message": "must be a non-empty string"})
+                    details.append(
+                        {"path": f"/nodes/{i}/kind", "message": "must be a non-empty string"}
+                    )
                     node = {**node, "kind": "text"}
                 elif kind not in ("text", "slash_command", "file", "symbol", "branch"):
                     node = {**node, "kind": "text"}
@@ -113,10 +118,14 @@ _WORDING: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"payload\.source "), "/source", "must be a string"),
     (re.compile(r"payload\.nodes "), "/nodes", "must be an array"),
     (re.compile(r"\.start and \.end "), "/start", "must be an integer"),
-    (re.compile(r" span .* is outside "), "/end", "must be within source"),
+    (re.compile(r" span .* is outside "), "/end", "must be within source"),  # end > length
     (re.compile(r"\.raw does not equal"), "/raw", "must equal source.slice(start, end)"),
     (re.compile(r" overlaps or precedes"), "/start", "must not overlap the previous node"),
-    (re.compile(r"\.name .* does not match"), "/name", "must be a lowercase kebab-case command name"),
+    (
+        re.compile(r"\.name .* does not match"),
+        "/name",
+        "must be a lowercase kebab-case command name",
+    ),
     (re.compile(r"\.path must be"), "/path", "must be a string"),
     (re.compile(r"\.name must be"), "/name", "must be a non-empty string"),
     (re.compile(r" must be an object"), "", "must be an object"),
@@ -126,6 +135,13 @@ _WORDING: tuple[tuple[re.Pattern[str], str, str], ...] = (
 def _server_detail(problem: str) -> dict[str, str]:
     node = re.match(r"nodes\[(\d+)\]", problem)
     base = f"/nodes/{node.group(1)}" if node else ""
+    span = re.search(r"span (-?\d+)\.\.(-?\d+) is outside", problem)
+    if span:  # the server tells which bound is wrong
+        start, end = int(span.group(1)), int(span.group(2))
+        if start < 0:
+            return {"path": f"{base}/start", "message": "must be >= 0"}
+        if end < start:
+            return {"path": f"{base}/end", "message": "must be >= start"}
     for pattern, field_path, message in _WORDING:
         if pattern.search(problem):
             return {"path": (base + field_path) or "/", "message": message}
@@ -139,7 +155,9 @@ def _js_number(value: Any) -> Any:
 # -- TypeBox-style body checks of the routes (schema.ts: 400 "does not match API schema") -
 
 
-def _type_problems(body: dict[str, Any], fields: dict[str, Callable[[Any], bool]]) -> list[dict[str, str]]:
+def _type_problems(
+    body: dict[str, Any], fields: dict[str, Callable[[Any], bool]]
+) -> list[dict[str, str]]:
     return [
         {"path": f"/{name}", "message": "must match the API schema"}
         for name, ok in fields.items()
@@ -152,8 +170,14 @@ def _is_str(v: Any) -> bool:
 
 
 def _is_grant(v: Any) -> bool:
-    allowed = {"subject_kind", "subject_value", "permission", "propagation", "copy_to_children",
-               "expires_at"}
+    allowed = {
+        "subject_kind",
+        "subject_value",
+        "permission",
+        "propagation",
+        "copy_to_children",
+        "expires_at",
+    }
     return (
         isinstance(v, dict)
         and set(v) <= allowed
@@ -225,9 +249,9 @@ class FakeStream:
             conn.wake.set()
         self.server.changed()
 
-    async def wait_beyond(self, position: int, timeout: float) -> bool:
-        """True when the stream has events past ``position`` (or closed) within ``timeout``."""
-        deadline = time.monotonic() + timeout
+    async def wait_beyond(self, position: int, limit: float) -> bool:
+        """True when the stream has events past ``position`` (or closed) within ``limit`` s."""
+        deadline = time.monotonic() + limit
         while self.tail <= position and not self.closed:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -334,9 +358,14 @@ class FakeEntity:
         )
 
 
-def change(kind: str, key: str, value: dict[str, Any] | None, operation: str = "insert",
-           **headers: Any) -> dict[str, Any]:
-    event: dict[str, Any] = {"type": kind, "key": key, "headers": {"operation": operation, **headers}}
+def change(
+    kind: str, key: str, value: dict[str, Any] | None, operation: str = "insert", **headers: Any
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": kind,
+        "key": key,
+        "headers": {"operation": operation, **headers},
+    }
     if value is not None:
         event["value"] = value
     return event
@@ -408,8 +437,13 @@ class EntityContext:
             key = f"{run}:{key}"
         self.stream.append(change("error", key, value))
 
-    def register(self, name: str, description: str | None = None,
-                 arguments: list[dict[str, Any]] | None = None, owner: str = "handler") -> None:
+    def register(
+        self,
+        name: str,
+        description: str | None = None,
+        arguments: list[dict[str, Any]] | None = None,
+        owner: str = "handler",
+    ) -> None:
         self.server.register(self.entity, name, description, arguments, owner)
 
     def unregister(self, name: str) -> None:
@@ -471,8 +505,9 @@ class FakeElectric:
         app.router.add_post("/_electric/entities/{type}/{id}/send", self.send)
         app.router.add_post("/_electric/entities/{type}/{id}/signal", self.signal)
         app.router.add_get("/{type}/{id}/main", self.read_stream)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                     shutdown_timeout=0.1)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=0.1
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -491,9 +526,14 @@ class FakeElectric:
             await self._runner.cleanup()
             self._runner = None
 
-    def add_type(self, name: str, slash_commands: list[dict[str, Any]] | None = None,
-                 handler: Handler | None = None, description: str = "test agent",
-                 inbox_schemas: dict[str, Any] | None = None) -> FakeType:
+    def add_type(
+        self,
+        name: str,
+        slash_commands: list[dict[str, Any]] | None = None,
+        handler: Handler | None = None,
+        description: str = "test agent",
+        inbox_schemas: dict[str, Any] | None = None,
+    ) -> FakeType:
         t = FakeType(name, description, slash_commands or [], handler, inbox_schemas)
         self.types[name] = t
         return t
@@ -505,14 +545,14 @@ class FakeElectric:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        """Return once ``predicate()`` holds; TimeoutError after ``timeout`` seconds."""
+    async def until(self, predicate: Callable[[], bool], limit: float = 5.0) -> None:
+        """Return once ``predicate()`` holds; TimeoutError after ``limit`` seconds."""
 
         async def wait() -> None:
             while not predicate():
                 await self._changed.wait()
 
-        await asyncio.wait_for(wait(), timeout)
+        await asyncio.wait_for(wait(), limit)
 
     def reads(self, stream_path: str) -> list[RequestRecord]:
         return [r for r in self.requests if r.method == "GET" and r.path == stream_path]
@@ -532,8 +572,9 @@ class FakeElectric:
             except ValueError:
                 body = raw
         self.requests.append(
-            RequestRecord(request.method, request.path, dict(request.query), dict(request.headers),
-                          body)
+            RequestRecord(
+                request.method, request.path, dict(request.query), dict(request.headers), body
+            )
         )
         self.changed()
         header = request.headers.get("Electric-Principal")
@@ -559,20 +600,26 @@ class FakeElectric:
 
     # -- entities -------------------------------------------------------------------------
 
-    async def _body(self, request: web.Request, fields: dict[str, Callable[[Any], bool]]
-                    ) -> dict[str, Any] | web.Response:
+    async def _body(
+        self, request: web.Request, fields: dict[str, Callable[[Any], bool]]
+    ) -> dict[str, Any] | web.Response:
         raw = await request.text()
         try:
             body = json.loads(raw) if raw.strip() else {}
         except ValueError:
             return api_error(400, "INVALID_REQUEST", "Invalid JSON body")
         if not isinstance(body, dict):
-            return api_error(400, "INVALID_REQUEST", "Request body does not match API schema",
-                             [{"path": "/", "message": "must be object"}])
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Request body does not match API schema",
+                [{"path": "/", "message": "must be object"}],
+            )
         problems = _type_problems(body, fields)
         if problems:
-            return api_error(400, "INVALID_REQUEST", "Request body does not match API schema",
-                             problems)
+            return api_error(
+                400, "INVALID_REQUEST", "Request body does not match API schema", problems
+            )
         return body
 
     def _existing(self, request: web.Request) -> FakeEntity | web.Response:
@@ -588,8 +635,11 @@ class FakeElectric:
     async def spawn(self, request: web.Request) -> web.Response:
         type_name, entity_id = request.match_info["type"], request.match_info["id"]
         if type_name == "principal":
-            return api_error(400, "INVALID_REQUEST",
-                             "Principal entities are built in and cannot be spawned directly")
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Principal entities are built in and cannot be spawned directly",
+            )
         entity_type = self.types.get(type_name)
         if entity_type is None:
             return api_error(404, "UNKNOWN_ENTITY_TYPE", f'Entity type "{type_name}" not found')
@@ -600,11 +650,17 @@ class FakeElectric:
         if url in self.entities:
             return api_error(409, "DUPLICATE_URL", f'Entity already exists at URL "{url}"')
         stream = FakeStream(f"{url}/main", self)
-        entity = FakeEntity(entity_type, entity_id, self.principal(request), stream,
-                            list(body.get("grants") or []))
+        entity = FakeEntity(
+            entity_type, entity_id, self.principal(request), stream, list(body.get("grants") or [])
+        )
         now = "2026-01-01T00:00:00.000Z"
-        events = [change("entity_created", "entity-created",
-                         {"entity_type": type_name, "timestamp": now, "args": body.get("args") or {}})]
+        events = [
+            change(
+                "entity_created",
+                "entity-created",
+                {"entity_type": type_name, "timestamp": now, "args": body.get("args") or {}},
+            )
+        ]
         for command in entity_type.slash_commands:
             row = {**command, "source": "static", "updated_at": now}
             entity.rows[command["name"]] = row
@@ -613,16 +669,16 @@ class FakeElectric:
         self.entities[url] = entity
         self.streams[stream.path] = stream
         entity.worker = asyncio.get_running_loop().create_task(self._work(entity))
-        return web.json_response({**entity.public(), "txid": 1}, status=201,
-                                 headers={"x-write-token": str(uuid.uuid4())})
+        return web.json_response(
+            {**entity.public(), "txid": 1}, status=201, headers={"x-write-token": str(uuid.uuid4())}
+        )
 
     async def get_entity(self, request: web.Request) -> web.Response:
         entity = self._existing(request)
         if isinstance(entity, web.Response):
             return entity
         if not entity.allows(self.principal(request), "read"):
-            return api_error(401, "UNAUTHORIZED",
-                             f"Principal is not allowed to read {entity.url}")
+            return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to read {entity.url}")
         return web.json_response(entity.public())
 
     async def send(self, request: web.Request) -> web.Response:
@@ -640,8 +696,9 @@ class FakeElectric:
         if "from" in body and body["from"] != principal:
             return api_error(400, "INVALID_REQUEST", "Request from must match Electric-Principal")
         if "from_principal" in body and body["from_principal"] != principal:
-            return api_error(400, "INVALID_REQUEST",
-                             "Request from_principal must match Electric-Principal")
+            return api_error(
+                400, "INVALID_REQUEST", "Request from_principal must match Electric-Principal"
+            )
         # entity-manager.ts validateSendRequest
         if entity.status in ("stopping", "stopped", "killed"):
             return api_error(409, "NOT_RUNNING", "Entity is not accepting writes")
@@ -652,8 +709,9 @@ class FakeElectric:
                 return api_error(422, "SCHEMA_VALIDATION_FAILED", "Validation failed", details)
         elif message_type and entity.type.inbox_schemas is not None:
             if message_type not in entity.type.inbox_schemas:
-                return api_error(422, "UNKNOWN_MESSAGE_TYPE",
-                                 f'Unknown message type "{message_type}"')
+                return api_error(
+                    422, "UNKNOWN_MESSAGE_TYPE", f'Unknown message type "{message_type}"'
+                )
         if "payload" not in body:
             return api_error(400, "INVALID_REQUEST", "Missing required field: payload")
         if entity.forking:
@@ -684,17 +742,27 @@ class FakeElectric:
         if isinstance(body, web.Response):
             return body
         if "signal" not in body:
-            return api_error(400, "INVALID_REQUEST", "Request body does not match API schema",
-                             [{"path": "/signal", "message": "must be string"}])
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Request body does not match API schema",
+                [{"path": "/signal", "message": "must be string"}],
+            )
         if entity.status in ("stopped", "killed"):
             return api_error(409, "INVALID_SIGNAL", f"Cannot signal a {entity.status} entity")
         previous = entity.status
-        entity.stream.append(change("signal", f"sig-{uuid.uuid4().hex[:8]}",
-                                    {"signal": body["signal"], "status": "unhandled"}))
+        entity.stream.append(
+            change(
+                "signal",
+                f"sig-{uuid.uuid4().hex[:8]}",
+                {"signal": body["signal"], "status": "unhandled"},
+            )
+        )
         if body["signal"] == "SIGINT" and entity.handling is not None:
             entity.handling.cancel()
-        return web.json_response({"signal": body["signal"], "previous_state": previous,
-                                  "new_state": entity.status})
+        return web.json_response(
+            {"signal": body["signal"], "previous_state": previous, "new_state": entity.status}
+        )
 
     def stop_entity(self, url: str) -> None:
         """As a SIGTERM would end: the entity stops, its stream closes."""
@@ -727,8 +795,14 @@ class FakeElectric:
 
     # -- slash commands (context-factory.ts createSlashCommandHelpers) ---------------------
 
-    def register(self, entity: FakeEntity, name: str, description: str | None,
-                 arguments: list[dict[str, Any]] | None, owner: str = "handler") -> None:
+    def register(
+        self,
+        entity: FakeEntity,
+        name: str,
+        description: str | None,
+        arguments: list[dict[str, Any]] | None,
+        owner: str = "handler",
+    ) -> None:
         if not SLASH_NAME.fullmatch(name):
             raise ValueError(f"invalid slash command definition: {name}")
         layer: dict[str, Any] = {"name": name, "owner": owner, "updated_at": "now"}
@@ -787,8 +861,12 @@ class FakeElectric:
                 await stream.wait_beyond(start, self.long_poll_timeout)
             if stream.tail > start:
                 return self._range(stream, start, stream.tail, {"Stream-Cursor": cursor})
-            headers = {"Stream-Next-Offset": format_offset(stream.tail), "Stream-Cursor": cursor,
-                       "Stream-Up-To-Date": "true", "Cache-Control": "no-store"}
+            headers = {
+                "Stream-Next-Offset": format_offset(stream.tail),
+                "Stream-Cursor": cursor,
+                "Stream-Up-To-Date": "true",
+                "Cache-Control": "no-store",
+            }
             if stream.closed:
                 headers["Stream-Closed"] = "true"
             else:
@@ -799,19 +877,29 @@ class FakeElectric:
             return await self._sse(request, stream, start, cursor)
         return web.Response(status=400, text="invalid live mode")
 
-    def _range(self, stream: FakeStream, start: int, end: int, extra: dict[str, str]) -> web.Response:
+    def _range(
+        self, stream: FakeStream, start: int, end: int, extra: dict[str, str]
+    ) -> web.Response:
         headers = {"Stream-Next-Offset": format_offset(end), "Stream-Up-To-Date": "true", **extra}
         if stream.closed:
             headers["Stream-Closed"] = "true"
         stream.mark_delivered(end)
-        return web.Response(body=json.dumps(stream.events[start:end]).encode(),
-                            content_type="application/json", headers=headers)
+        return web.Response(
+            body=json.dumps(stream.events[start:end]).encode(),
+            content_type="application/json",
+            headers=headers,
+        )
 
-    async def _sse(self, request: web.Request, stream: FakeStream, start: int, cursor: str
-                   ) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache",
-                                               "Connection": "close"})
+    async def _sse(
+        self, request: web.Request, stream: FakeStream, start: int, cursor: str
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "Connection": "close",
+            }
+        )
         await response.prepare(request)
         conn = SseConnection(sent=start)
         stream.sse.append(conn)
@@ -843,16 +931,23 @@ class FakeElectric:
             await response.write_eof()
         return response
 
-    async def _sse_loop(self, response: web.StreamResponse, stream: FakeStream,
-                        conn: SseConnection, deadline: float, control: Callable[[bool, bool], str]
-                        ) -> None:
+    async def _sse_loop(
+        self,
+        response: web.StreamResponse,
+        stream: FakeStream,
+        conn: SseConnection,
+        deadline: float,
+        control: Callable[[bool, bool], str],
+    ) -> None:
         """Data and control events until the stream closes, the deadline or a disconnect."""
         while True:
             if stream.tail > conn.sent:
                 batch = stream.events[conn.sent : stream.tail]
-                frame = "event: data\n" + "".join(
-                    f"data:{line}\n" for line in json.dumps(batch).split("\n")
-                ) + "\n"
+                frame = (
+                    "event: data\n"
+                    + "".join(f"data:{line}\n" for line in json.dumps(batch).split("\n"))
+                    + "\n"
+                )
                 if conn.torn:
                     await response.write(frame.encode())
                     return

@@ -64,7 +64,10 @@ async def test_409_not_running_is_generic(fake: FakeElectric, electric_gateway):
         fake.stop_entity(url)
         body = await say(server, "/deploy prod")
 
-    assert _reply(body) == ("generic", "Slash command /deploy failed: Entity is not accepting writes")
+    assert _reply(body) == (
+        "generic",
+        "Slash command /deploy failed: Entity is not accepting writes",
+    )
 
 
 async def test_409_fork_in_progress_is_busy(fake: FakeElectric, electric_gateway):
@@ -111,7 +114,9 @@ async def test_unreachable_server_is_generic(fake: FakeElectric, electric_gatewa
 
     category, text = _reply(body)
     assert category == "generic"
-    assert text.startswith(f"Slash command /deploy failed: cannot reach the Electric Agents server at {fake.url}")
+    assert text.startswith(
+        f"Slash command /deploy failed: cannot reach the Electric Agents server at {fake.url}"
+    )
 
 
 async def test_error_event_of_the_run_fails_the_turn(fake: FakeElectric, electric_gateway):
@@ -120,7 +125,9 @@ async def test_error_event_of_the_run_fails_the_turn(fake: FakeElectric, electri
 
     assert [d["text"] for e, d in events if e == "delta"] == ["Trying"]
     assert events[-1][1]["reply"] == {
-        "text": "The request failed: boom", "category": "generic", "stop_reason": None
+        "text": "The request failed: boom",
+        "category": "generic",
+        "stop_reason": None,
     }
 
 
@@ -154,7 +161,9 @@ async def test_cancel_interrupts_the_run_with_sigint(fake: FakeElectric, electri
     assert cancelled["reply"]["text"] == "Cancelled the running turn."
     final = json.loads(seen.decode().split("event: reply\ndata: ")[1])
     assert final["reply"] == {
-        "text": "Working\n\n_(cancelled)_", "category": None, "stop_reason": "cancelled"
+        "text": "Working\n\n_(cancelled)_",
+        "category": None,
+        "stop_reason": "cancelled",
     }
     signals = [r.body for r in fake.requests if r.path.endswith("/signal")]
     assert signals == [{"signal": "SIGINT"}]

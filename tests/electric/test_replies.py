@@ -1,4 +1,4 @@
-"""What a user sees through the webhook channel when the gateway fronts an Electric Agents server."""
+"""What a user sees through the webhook channel with the gateway in front of Electric Agents."""
 
 from __future__ import annotations
 
@@ -31,7 +31,11 @@ async def test_send_carries_the_user_principal_and_the_composer_input_as_is(
     assert send.body["type"] == "composer_input" and send.body["mode"] == "immediate"
     assert send.body["payload"] == body["forwarded"]["payload"]
     assert send.body["payload"]["nodes"][0] == {
-        "kind": "slash_command", "start": 0, "end": 7, "raw": "/deploy", "name": "deploy"
+        "kind": "slash_command",
+        "start": 0,
+        "end": 7,
+        "raw": "/deploy",
+        "name": "deploy",
     }
 
 

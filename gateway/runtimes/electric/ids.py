@@ -15,12 +15,13 @@ import re
 _SAFE = re.compile(r"[A-Za-z0-9-]")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 MAX_ID = 120  # longer escaped ids are hashed: server paths and logs stay short
+_LONE = "surrogatepass"  # JSON lets a lone surrogate into an id; it still gets its own bytes
 
 
 def escape(text: str) -> str:
     """``[A-Za-z0-9-]`` kept, every other byte of the UTF-8 encoding as ``_XX``."""
     return "".join(
-        ch if _SAFE.fullmatch(ch) else "".join(f"_{b:02X}" for b in ch.encode("utf-8"))
+        ch if _SAFE.fullmatch(ch) else "".join(f"_{b:02X}" for b in ch.encode("utf-8", _LONE))
         for ch in text
     )
 
@@ -43,7 +44,7 @@ def entity_id(prefix: str, key: str) -> str:
     escaped = f"{prefix}-{escape(key)}"
     if len(escaped) <= MAX_ID:
         return escaped
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:40]
+    digest = hashlib.sha256(key.encode("utf-8", _LONE)).hexdigest()[:40]
     return f"{escaped[: MAX_ID - 41]}.{digest}"
 
 
