@@ -227,6 +227,7 @@ class FakeStream:
         self.events: list[dict[str, Any]] = []
         self.closed = False
         self.delivered = 0  # how far any reader has been sent
+        self.retained_from = 0  # a retention policy dropped the events before this one
         self.sse: list[SseConnection] = []
         self._grew = asyncio.Event()
 
@@ -850,6 +851,10 @@ class FakeElectric:
         start = parse_offset(raw_offset, stream.tail)
         if start is None:
             return web.Response(status=400, text="malformed offset")
+        if start < stream.retained_from:
+            if raw_offset not in (None, "-1"):
+                return web.Response(status=410, text="offset is before the retained data")
+            start = stream.retained_from
         live = request.query.get("live")
         if live is not None and raw_offset is None:
             return web.Response(status=400, text="offset is required for live modes")

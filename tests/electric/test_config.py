@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.config import Settings
+from gateway.config import Settings, load_settings
 from gateway.runtimes import build_runtime
 from gateway.runtimes.electric import ElectricRuntime
 from gateway.runtimes.electric.ids import MAX_ID, entity_id, escape, user_principal
@@ -56,3 +60,23 @@ def test_long_keys_are_hashed():
 def test_bad_settings_are_refused_at_startup(field: str, value: str, message: str):
     with pytest.raises(ValueError, match=message):
         ElectricRuntime(Settings(runtime="electric", **{field: value}))
+
+
+def test_the_documented_configuration_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    docs = Path(__file__).resolve().parents[2] / "docs" / "electric.md"
+    toml = re.search(r"```toml\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    assert toml is not None
+    config = tmp_path / "slashgate.toml"
+    config.write_text(toml.group(1), encoding="utf-8")
+    for name in list(os.environ):
+        if name.startswith("SLASHGATE_"):
+            monkeypatch.delenv(name)
+    settings = load_settings(config)
+    assert (settings.runtime, settings.store, settings.electric_live) == (
+        "electric",
+        "sqlite",
+        "sse",
+    )
+    assert settings.electric_principal == "service:slashgate"
+    runtime = build_runtime(settings)
+    assert runtime.describe() == "electric (http://127.0.0.1:4437, entity type assistant)"

@@ -127,3 +127,25 @@ async def test_reading_resumes_from_the_saved_offset_after_a_restart(
     assert first.query["offset"] == saved["offset"]  # not -1: nothing is read twice
     assert {"standup", "retro", "deploy"} <= set(listed)
     assert after["reply"]["text"] == "after"
+
+
+async def test_an_offset_dropped_by_retention_is_read_again_from_the_start(
+    fake: FakeElectric, electric_gateway, tmp_path: Path
+):
+    settings = {"store": "sqlite", "state_path": tmp_path / "state.sqlite3"}
+    async with electric_gateway(**settings) as server:
+        await say(server, "learn standup")
+        (entity,) = fake.entities.values()
+    fake.register(entity, "old", "Dropped with the history", None)
+    fake.register(entity, "retro", "Run a retro", None)
+    entity.stream.retained_from = entity.stream.tail - 1  # only the "retro" row is left
+
+    async with electric_gateway(**settings) as server:
+        listed = await commands(server)
+        body = await say(server, "/retro")
+
+    statuses = [r.query.get("offset") for r in fake.reads(entity.stream.path)]
+    assert "-1" in statuses[1:]  # after the 410, from the start of what is retained
+    assert {"retro", "deploy", "pr-review"} <= set(listed)  # the type fills in its own
+    assert not {"standup", "old"} & set(listed)  # their rows went with the dropped history
+    assert body["reply"]["text"] == "Ran /retro."

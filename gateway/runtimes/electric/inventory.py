@@ -39,8 +39,9 @@ class Inventory:
         self._commands = None
         return True
 
-    def replace_static(self, static: Iterable[Command]) -> None:
-        self.static = tuple(static)
+    def clear(self) -> None:
+        """Forget the stream's rows (it is read again from the start)."""
+        self.rows.clear()
         self._commands = None
 
     def commands(self) -> tuple[Command, ...]:

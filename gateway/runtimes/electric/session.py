@@ -170,9 +170,9 @@ class ElectricSession(RuntimeSession):
             self._reader = asyncio.create_task(self._read(entity.streams.main))
 
     async def _read(self, stream_path: str) -> None:
-        """Follow the stream for good. The inventory is first reported once caught up, so that
-        after a restart what changed meanwhile is in it; should reading fail before that, the
-        saved inventory is reported instead.
+        """Follow the stream for good. The inventory is first reported once caught up (not
+        at each step of a long history; after a restart, with what changed meanwhile), then
+        at every change. Should reading fail before that, the saved inventory is reported.
         """
         backoff = BACKOFF_FIRST
         reported = False
@@ -181,7 +181,7 @@ class ElectricSession(RuntimeSession):
                 live = self.runtime.settings.electric_live
                 async for batch in self.runtime.client.read(stream_path, self._offset, live):
                     changed = await self._apply(batch)
-                    if changed or (batch.up_to_date and not reported):
+                    if (changed and reported) or (batch.up_to_date and not reported):
                         reported = True
                         self._report()
                     backoff = BACKOFF_FIRST
@@ -191,11 +191,14 @@ class ElectricSession(RuntimeSession):
             except ElectricError as exc:
                 if exc.status == 410:  # retention dropped our offset: read all that is left
                     log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
-                    self._offset, self._inventory.rows = START, {}
+                    self._offset = START
+                    self._inventory.clear()
                     continue
                 log.warning("reading %s failed: %s", stream_path, exc)
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 log.warning("reading %s failed: %s; resuming at %s", stream_path, exc, self._offset)
+            except Exception:  # a bug here must not leave turns waiting for a dead reader
+                log.exception("reading %s failed; resuming at %s", stream_path, self._offset)
             if not reported and self._offset != START:
                 reported = True
                 self._report()
@@ -305,7 +308,10 @@ class ElectricSession(RuntimeSession):
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
-        await self._save()  # what was applied is what a restart resumes after
+        try:
+            await self._save()  # what was applied is what a restart resumes after
+        except Exception:
+            log.exception("cannot save the stream offset of %s", self.entity_id)
 
 
 def _matches(saved: Any, server: str, stream_path: str) -> TypeGuard[dict[str, Any]]:
