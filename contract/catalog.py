@@ -24,14 +24,16 @@ class Catalog(BaseModel):
     The ``plain_*`` texts are for failures of input that was not a slash command.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     invalid: str = "Invalid slash command. Enter a command name after /."
     unsupported: str = "Unsupported slash command /{name}. Send /help to list available commands."
     interactive_only: str = (
         "Unsupported slash command /{name}. This command only runs in the interactive TUI."
     )
-    busy: str = "Slash command /{name} could not run because the session is busy. Retry in a moment."
+    busy: str = (
+        "Slash command /{name} could not run because the session is busy. Retry in a moment."
+    )
     timeout: str = "Slash command /{name} timed out. Retry in a moment."
     generic: str = "Slash command /{name} failed: {error}"
     plain_unsupported: str = "That request is not supported: {error}"
@@ -51,7 +53,9 @@ _PATTERNS: tuple[tuple[Category, re.Pattern[str]], ...] = (
     ("unsupported", re.compile(r"unknown command|not found|unrecognized|unsupported", re.I)),
     (
         "busy",
-        re.compile(r"streamingbehavior|already streaming|already processing|session busy|busy", re.I),
+        re.compile(
+            r"streamingbehavior|already streaming|already processing|session busy|busy", re.I
+        ),
     ),
     ("timeout", re.compile(r"timed out|timeout", re.I)),
 )

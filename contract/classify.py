@@ -7,15 +7,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .catalog import Catalog, Category, categorize
-from .models import (
-    BranchNode,
-    Command,
-    ComposerInputPayload,
-    FileNode,
-    SlashCommandNode,
-    SymbolNode,
-    TextNode,
-)
+from .models import Command, ComposerInputPayload
 from .utf16 import has_astral, utf16_len
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
@@ -24,14 +16,12 @@ Source = Literal["runtime", "gateway"]
 # Python's \s is str.isspace(): any Unicode white space, the same test .strip() uses.
 _LEADING_WS = re.compile(r"\s*")
 _TOKEN = re.compile(r"\S+")
+# A token that could be a node: "/" or "@" at the start or after white space.
+_CANDIDATE = re.compile(r"(?<!\S)[/@]\S*")
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.-]*")
 _TRAILING_PUNCT = ".,;:!?)"
-_REFERENCES: tuple[tuple[str, type[FileNode] | type[BranchNode] | type[SymbolNode]], ...] = (
-    ("@file:", FileNode),
-    ("@branch:", BranchNode),
-    ("@symbol:", SymbolNode),
-)
+_REFERENCES = ("@file:", "@branch:", "@symbol:")
 
 # (remaining lower-cased words, canonical command, source); longest first per first word.
 _Entry = tuple[tuple[str, ...], Command, Source]
@@ -43,16 +33,16 @@ class Classification:
     """The contract's answer for one input. ``payload`` is built on first access."""
 
     __slots__ = (
-        "kind",
-        "command",
-        "typed",
+        "_contract",
+        "_lead",
+        "_payload",
         "args",
+        "command",
         "for_other_bot",
+        "kind",
         "source",
         "text",
-        "_lead",
-        "_contract",
-        "_payload",
+        "typed",
     )
 
     def __init__(
@@ -176,7 +166,12 @@ class SlashContract:
         args = text[token_end:].strip()
         if lowered in self.interactive_only:
             return Classification(
-                self, text, "interactive_only", command=lowered, typed=name, args=args,
+                self,
+                text,
+                "interactive_only",
+                command=lowered,
+                typed=name,
+                args=args,
                 for_other_bot=other,
             )
         return Classification(self, text, "unsupported", typed=name, args=args, for_other_bot=other)
@@ -213,17 +208,19 @@ class SlashContract:
             pos = lead[1]
         if pos < len(text):
             self._scan_inline(text, pos, spans)
-        return ComposerInputPayload.model_construct(source=text, nodes=_to_nodes(text, spans))
+        return ComposerInputPayload.model_validate(
+            {"source": text, "nodes": _to_nodes(text, spans)}
+        )
 
     def _scan_inline(self, text: str, pos: int, spans: list[_Span]) -> None:
         """Appends nodes covering text[pos:]: known /commands and @kind: references."""
         text_start = pos
         if "/" in text or "@" in text:
-            for match in _TOKEN.finditer(text, pos):
+            for match in _CANDIDATE.finditer(text, pos):
                 found = self._inline_node(text, match.start(), match.end())
                 if found is None:
                     continue
-                kind, start, end, value = found
+                start, end = found[1], found[2]
                 if start > text_start:
                     spans.append(("text", text_start, start, ""))
                 spans.append(found)
@@ -245,7 +242,7 @@ class SlashContract:
                     return ("slash_command", start, stop, command.name)
             return None
         if first == "@":
-            for prefix, _ in _REFERENCES:
+            for prefix in _REFERENCES:
                 if text.startswith(prefix, start):
                     value = text[start + len(prefix) : end].rstrip(_TRAILING_PUNCT)
                     if value:
@@ -274,18 +271,10 @@ def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False
     return pos
 
 
-_NODE_TYPES = {
-    "text": TextNode,
-    "slash_command": SlashCommandNode,
-    "file": FileNode,
-    "branch": BranchNode,
-    "symbol": SymbolNode,
-}
-
-
-def _to_nodes(text: str, spans: list[_Span]) -> tuple:  # type: ignore[type-arg]
+def _to_nodes(text: str, spans: list[_Span]) -> list[dict[str, object]]:
+    """Node dicts with UTF-16 offsets; validated in one call by the payload model (in Rust)."""
     astral = has_astral(text)
-    nodes = []
+    nodes: list[dict[str, object]] = []
     offset = 0
     for kind, start, end, value in spans:
         raw = text[start:end]
@@ -294,11 +283,8 @@ def _to_nodes(text: str, spans: list[_Span]) -> tuple:  # type: ignore[type-arg]
             u_end = offset
         else:
             u_start, u_end = start, end
-        model = _NODE_TYPES[kind]
-        if kind == "text":
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw))
-        elif kind == "file":
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw, path=value))
-        else:
-            nodes.append(model.model_construct(start=u_start, end=u_end, raw=raw, name=value))
-    return tuple(nodes)
+        node: dict[str, object] = {"kind": kind, "start": u_start, "end": u_end, "raw": raw}
+        if kind != "text":
+            node["path" if kind == "file" else "name"] = value
+        nodes.append(node)
+    return nodes

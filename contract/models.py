@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,7 +64,7 @@ class BranchNode(_Node):
 
 
 ComposerNode = Annotated[
-    Union[TextNode, SlashCommandNode, FileNode, SymbolNode, BranchNode],
+    TextNode | SlashCommandNode | FileNode | SymbolNode | BranchNode,
     Field(discriminator="kind"),
 ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from abc import ABC
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -12,7 +11,7 @@ if TYPE_CHECKING:
     from .core import Gateway
 
 
-class Channel(ABC):
+class Channel:
     name: str = "channel"
 
     def __init__(self, gateway: Gateway, settings: Settings) -> None:

@@ -12,8 +12,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from contract import Catalog
 
 
 class Settings(BaseSettings):
@@ -79,6 +81,12 @@ class Settings(BaseSettings):
     electric_id_prefix: str = "slashgate"
     electric_principal: str | None = None
     electric_live: Literal["sse", "long-poll"] = "sse"
+
+    @field_validator("catalog")
+    @classmethod
+    def _catalog_keys_exist(cls, value: dict[str, str]) -> dict[str, str]:
+        Catalog(**value)  # an unknown key is a typo: refuse it at start-up
+        return value
 
     @classmethod
     def settings_customise_sources(

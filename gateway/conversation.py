@@ -22,7 +22,9 @@ class RunState:
     started: float = field(default_factory=time.monotonic)
     parts: list[str] = field(default_factory=list)
     task: asyncio.Task[object] | None = None
-    stopping: bool = False
+    stopping: bool = False  # a cancel was asked for: the stream's end means "cancelled"
+    forced: bool = False  # the runtime ignored it: the task was cancelled after the grace
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Conversation:

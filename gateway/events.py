@@ -6,7 +6,7 @@ Plain frozen dataclasses: they are created per streamed chunk, so they stay chea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from contract import Category, Command
 
@@ -103,14 +103,14 @@ class ErrorEvent:
     message: str
 
 
-RuntimeEvent = Union[
-    SessionUpdated,
-    MessageDelta,
-    MessageEnd,
-    ToolStart,
-    ToolRunning,
-    ToolEnd,
-    PermissionRequired,
-    StatusChanged,
-    ErrorEvent,
-]
+RuntimeEvent = (
+    SessionUpdated
+    | MessageDelta
+    | MessageEnd
+    | ToolStart
+    | ToolRunning
+    | ToolEnd
+    | PermissionRequired
+    | StatusChanged
+    | ErrorEvent
+)

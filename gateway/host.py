@@ -97,10 +97,16 @@ HOST_COMMANDS: tuple[HostCommand, ...] = (
     HostCommand(
         Command(name="cancel", description="Cancel the running turn", source="gateway"), _cancel
     ),
-    HostCommand(Command(name="status", description="Show session status", source="gateway"), _status),
     HostCommand(
-        Command(name="mode", description="Show or switch the agent's mode", hint="mode id",
-                source="gateway"),
+        Command(name="status", description="Show session status", source="gateway"), _status
+    ),
+    HostCommand(
+        Command(
+            name="mode",
+            description="Show or switch the agent's mode",
+            hint="mode id",
+            source="gateway",
+        ),
         _mode,
         needs_modes=True,
     ),

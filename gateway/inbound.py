@@ -63,7 +63,9 @@ class ReplySink:
     does not drop; the other hooks stream what happens before it.
     """
 
-    async def accepted(self, classification: Classification, forwarded: ComposerInputMessage | None) -> None:
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
         """The input passed the contract and goes to the runtime (possibly queued)."""
 
     async def delta(self, text: str) -> None:

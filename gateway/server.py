@@ -33,7 +33,9 @@ class Running:
     url: str
 
 
-def build_app(settings: Settings, runtime: Runtime | None = None) -> tuple[web.Application, Gateway, list[Channel]]:
+def build_app(
+    settings: Settings, runtime: Runtime | None = None
+) -> tuple[web.Application, Gateway, list[Channel]]:
     from channels import build_channels
 
     gateway = Gateway(settings, runtime or build_runtime(settings))

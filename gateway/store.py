@@ -13,7 +13,9 @@ V = TypeVar("V")
 class BoundedTTLMap(Generic[V]):
     """A map that forgets entries older than ``ttl`` seconds and the oldest beyond ``maxsize``."""
 
-    def __init__(self, maxsize: int, ttl: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, maxsize: int, ttl: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.maxsize = maxsize
         self.ttl = ttl
         self._clock = clock

@@ -20,7 +20,9 @@ PARITY = SHARED / "parity" / "cases.jsonl"
 
 def load_parity() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, cases) of shared/parity/cases.jsonl."""
-    lines = [json.loads(line) for line in PARITY.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        json.loads(line) for line in PARITY.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     return lines[0]["header"], lines[1:]
 
 

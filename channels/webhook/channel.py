@@ -17,7 +17,14 @@ from contract import Classification, ComposerInputMessage
 from gateway.channel import Channel
 from gateway.config import Settings
 from gateway.core import Gateway
-from gateway.events import PermissionRequired, RuntimeEvent, StatusChanged, ToolEnd, ToolRunning, ToolStart
+from gateway.events import (
+    PermissionRequired,
+    RuntimeEvent,
+    StatusChanged,
+    ToolEnd,
+    ToolRunning,
+    ToolStart,
+)
 from gateway.inbound import InboundMessage, Outcome, Reply, ReplySink
 from gateway.store import BoundedTTLMap
 
@@ -76,16 +83,23 @@ class EventStreamSink(ReplySink):
     def __init__(self, response: web.StreamResponse, conversation: str) -> None:
         self.response = response
         self.conversation = conversation
-        self._accepted = False
+        self.sent_accepted = False
+        self.gone = False
 
     async def send(self, event: str, data: dict[str, Any]) -> None:
+        if self.gone:
+            return
         payload = json.dumps(data, ensure_ascii=False)
-        await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        try:
+            await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        except ConnectionResetError:
+            # The client left; the turn goes on (its reply is still replayable by key).
+            self.gone = True
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
-        self._accepted = True
+        self.sent_accepted = True
         await self.send(
             "accepted",
             {
@@ -110,7 +124,7 @@ class EventStreamSink(ReplySink):
 def _fields(event: object) -> dict[str, Any]:
     from dataclasses import asdict
 
-    return asdict(event)  # type: ignore[call-overload, no-any-return]
+    return asdict(event)  # type: ignore[call-overload]
 
 
 class WebhookChannel(Channel):
@@ -140,7 +154,9 @@ class WebhookChannel(Channel):
             return
         header = request.headers.get("Authorization", "")
         scheme, _, presented = header.partition(" ")
-        ok = scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), self._token)
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(
+            presented.strip().encode(), self._token
+        )
         if not ok:
             raise ApiError(401, "unauthorized", "missing or wrong Authorization: Bearer token")
 
@@ -158,7 +174,9 @@ class WebhookChannel(Channel):
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from None
+            raise ApiError(
+                400, "malformed_json", f"request body is not valid JSON: {exc}"
+            ) from None
         if not isinstance(data, dict):
             raise ApiError(400, "invalid_request", "request body must be a JSON object")
         try:
@@ -218,15 +236,18 @@ class WebhookChannel(Channel):
     async def _stream(
         self, request: web.Request, message: MessageIn
     ) -> tuple[web.StreamResponse, dict[str, Any]]:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await response.prepare(request)
         sink = EventStreamSink(response, message.conversation)
         outcome = await self.gateway.handle(self._inbound(message), sink)
         body = outcome_body(message.conversation, outcome)
-        if not sink._accepted:
+        if not sink.sent_accepted:
             await sink.accepted(outcome.classification, outcome.forwarded)
         await sink.send("reply", body)
-        await response.write_eof()
+        if not sink.gone:
+            await response.write_eof()
         return response, body
 
     # -- Idempotency-Key ------------------------------------------------------------------
@@ -253,7 +274,13 @@ class WebhookChannel(Channel):
     def _forget(self, key: str, exc: BaseException) -> None:
         entry = self._replays.pop(key)
         if entry is not None and not entry[1].done():
-            entry[1].set_exception(ApiError(409, "idempotency_failed", "the first request with this Idempotency-Key failed; retry with a new key"))
+            entry[1].set_exception(
+                ApiError(
+                    409,
+                    "idempotency_failed",
+                    "the first request with this Idempotency-Key failed; retry with a new key",
+                )
+            )
             entry[1].exception()  # mark retrieved: nobody may be waiting
 
     async def _respond_replay(
@@ -267,7 +294,9 @@ class WebhookChannel(Channel):
         )
         await response.prepare(request)
         sink = EventStreamSink(response, body["conversation"])
-        await sink.send("accepted", {k: body[k] for k in ("conversation", "classification", "forwarded")})
+        await sink.send(
+            "accepted", {k: body[k] for k in ("conversation", "classification", "forwarded")}
+        )
         await sink.send("reply", body)
         await response.write_eof()
         return response

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 
-from contract import STRICT_NAME, Command, SlashCommandNode, utf16_slice, utf16_len
+from contract import STRICT_NAME, Command, utf16_len, utf16_slice
 
 from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
 
@@ -13,14 +13,18 @@ MAX_SLOW_SECONDS = 3600
 
 QUICKSTART = """**slashgate quickstart**
 - `/echo <text>` replies with exactly your text.
-- `/slow <seconds>` streams one line a second: try `/status`, `/cancel` or another command meanwhile.
-- `/remember <name> <text>` adds the command `/<name>` that replies with your text; `/forget <name>` removes it.
+- `/slow <seconds>` streams one line a second: meanwhile try `/status`, `/cancel`
+  or another command.
+- `/remember <name> <text>` adds the command `/<name>` that replies with your text;
+  `/forget <name>` removes it.
 - `/help` lists every command; plain text gets a quoted reply."""
 
 STATIC_COMMANDS = (
     Command(name="echo", description="Reply with exactly the given text", hint="text"),
     Command(name="slow", description="Stream one line a second, then finish", hint="seconds"),
-    Command(name="remember", description="Add a command that replies with a text", hint="name text"),
+    Command(
+        name="remember", description="Add a command that replies with a text", hint="name text"
+    ),
     Command(name="forget", description="Remove a remembered command", hint="name"),
     Command(name="quickstart", description="A short guide to this gateway"),
 )
@@ -30,7 +34,8 @@ def _leading_command(source: str, nodes: list[dict[str, object]]) -> tuple[str, 
     """(command name, argument text) when the input starts with a slash_command node."""
     for node in nodes:
         if node["kind"] == "slash_command":
-            end = int(node["end"])  # type: ignore[call-overload]
+            end = node["end"]
+            assert isinstance(end, int)  # validated on arrival
             args = utf16_slice(source, end, utf16_len(source)).strip()
             return str(node["name"]), args
         if node["kind"] != "text" or str(node["raw"]).strip():
@@ -49,7 +54,7 @@ async def demo_handler(ctx: HandlerContext) -> None:
         await ctx.reply(f'You said: "{source.strip()}"')
         return
     name, args = leading
-    remembered: dict[str, str] = ctx.state.setdefault("remembered", {})  # type: ignore[assignment]
+    remembered: dict[str, str] = ctx.state.setdefault("remembered", {})
     if name == "echo":
         if not args:
             raise HandlerError("usage: /echo <text>")
@@ -60,7 +65,9 @@ async def demo_handler(ctx: HandlerContext) -> None:
         new_name, _, text = args.partition(" ")
         new_name, text = new_name.lower(), text.strip()
         if not STRICT_NAME.fullmatch(new_name) or not text:
-            raise HandlerError("usage: /remember <name> <text>, name in lower-case letters, digits and -")
+            raise HandlerError(
+                "usage: /remember <name> <text>, name in lower-case letters, digits and -"
+            )
         remembered[new_name] = text
         ctx.slash_commands.register(
             Command(name=new_name, description=f"Remembered: {text[:60]}", source="dynamic")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contract import Category, Command, CommandRegistry
+from contract import Category, Command, CommandRegistry, categorize
 
 
 class InboxMessage(BaseModel):
@@ -34,21 +34,23 @@ class ScheduleWake(BaseModel):
     name: str
 
 
-Wake = Annotated[Union[InboxWake, SpawnWake, ScheduleWake], Field(discriminator="type")]
+Wake = Annotated[InboxWake | SpawnWake | ScheduleWake, Field(discriminator="type")]
 
 
 class HandlerError(Exception):
-    """Raised by a handler to fail the turn with a catalog category."""
+    """Raised by a handler to fail the turn; without a category, the text is categorized."""
 
-    def __init__(self, message: str, category: Category = "generic") -> None:
+    def __init__(self, message: str, category: Category | None = None) -> None:
         super().__init__(message)
-        self.category: Category = category
+        self.category: Category = category or categorize(message)
 
 
 class SlashCommands:
     """``ctx.slash_commands``: the entity's materialized command list (static + dynamic)."""
 
-    def __init__(self, registry: CommandRegistry, on_change: Callable[[tuple[Command, ...]], None]) -> None:
+    def __init__(
+        self, registry: CommandRegistry, on_change: Callable[[tuple[Command, ...]], None]
+    ) -> None:
         self._registry = registry
         self._on_change = on_change
 

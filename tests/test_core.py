@@ -1,0 +1,253 @@
+"""The core pipeline: busy policy, queue order, deadlines, cancel, host commands, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from contract import Command
+from gateway.core import Gateway
+from gateway.events import RuntimeEvent
+from gateway.inbound import InboundMessage, Outcome
+from gateway.runtimes import Runtime, RuntimeSession, Turn
+from gateway.runtimes.base import UpdateListener
+from gateway.runtimes.embedded import DEMO_ENTITY, EmbeddedRuntime
+from tests.conftest import make_settings
+from tests.probe import Probe, RecordingSink
+
+WAIT = 5.0  # upper bound for awaiting what must happen; never a sleep
+
+
+def message(text: str, conversation: str = "c1", **extra: Any) -> InboundMessage:
+    return InboundMessage(channel="test", conversation=conversation, user="u1", text=text, **extra)
+
+
+@pytest.fixture
+async def probe_gateway() -> AsyncIterator[tuple[Gateway, Probe]]:
+    probe = Probe()
+    gateway = Gateway(make_settings(), probe.runtime())
+    await gateway.start()
+    yield gateway, probe
+    probe.gate.set()
+    await gateway.stop()
+
+
+async def start_wait(gateway: Gateway, probe: Probe) -> tuple[asyncio.Task[Outcome], RecordingSink]:
+    sink = RecordingSink()
+    task = asyncio.create_task(gateway.handle(message("/wait"), sink))
+    await asyncio.wait_for(probe.started.wait(), WAIT)
+    return task, sink
+
+
+async def test_a_slash_command_while_running_gets_the_busy_text(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    running, _ = await start_wait(gateway, probe)
+    sink = RecordingSink()
+    outcome = await gateway.handle(message("/fail now"), sink)
+    assert outcome.reply is not None
+    assert outcome.reply.text == (
+        "Slash command /fail could not run because the session is busy. Retry in a moment."
+    )
+    assert outcome.reply.category == "busy"
+    assert sink.finals == [outcome.reply] and sink.accepts == []
+    probe.gate.set()
+    done = await asyncio.wait_for(running, WAIT)
+    assert done.reply is not None and done.reply.text == "started released"
+    assert probe.seen == ["/wait"], "the rejected command never reached the runtime"
+
+
+async def test_plain_text_is_queued_and_runs_in_order(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    running, _ = await start_wait(gateway, probe)
+    followups = [asyncio.create_task(gateway.handle(message(f"m{i}"))) for i in range(3)]
+    await asyncio.sleep(0)  # let them queue (scheduling only: nothing is awaited by time)
+    status = await gateway.handle(message("/status"))
+    assert status.reply is not None
+    assert "running `/wait`" in status.reply.text and "**Queue:** 3 waiting" in status.reply.text
+    probe.gate.set()
+    replies = [(await asyncio.wait_for(t, WAIT)).reply for t in followups]
+    assert [r.text for r in replies if r] == ["got: m0", "got: m1", "got: m2"]
+    assert probe.seen == ["/wait", "m0", "m1", "m2"]
+    await running
+
+
+async def test_queue_is_bounded(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    gateway.settings.max_queue = 1
+    running, _ = await start_wait(gateway, probe)
+    first = asyncio.create_task(gateway.handle(message("queued")))
+    await asyncio.sleep(0)
+    over = await gateway.handle(message("one too many"))
+    assert over.reply is not None
+    assert (over.reply.text, over.reply.category) == (
+        "The session is busy. Retry in a moment.",
+        "busy",
+    )
+    probe.gate.set()
+    assert (await first).reply.text == "got: queued"  # type: ignore[union-attr]
+    await running
+
+
+async def test_reject_policy_turns_plain_text_away(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    gateway.settings.busy_policy = "reject"
+    running, _ = await start_wait(gateway, probe)
+    outcome = await gateway.handle(message("hello"))
+    assert outcome.reply is not None and outcome.reply.category == "busy"
+    assert outcome.reply.slash is False
+    probe.gate.set()
+    await running
+
+
+async def test_interrupt_policy_cancels_the_run_and_takes_over(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    gateway.settings.busy_policy = "interrupt"
+    running, _ = await start_wait(gateway, probe)
+    outcome = await asyncio.wait_for(gateway.handle(message("instead")), WAIT)
+    assert outcome.reply is not None and outcome.reply.text == "got: instead"
+    interrupted = await running
+    assert interrupted.reply is not None
+    assert interrupted.reply.stop_reason == "cancelled"
+    assert interrupted.reply.text == "started \n\n_(cancelled)_"
+
+
+async def test_deadline_gives_the_timeout_text_and_frees_the_session(probe_gateway: Any) -> None:
+    gateway, _ = probe_gateway
+    gateway.settings.run_timeout = 0.2
+    sink = RecordingSink()
+    outcome = await asyncio.wait_for(gateway.handle(message("/wait"), sink), WAIT)
+    assert outcome.reply is not None
+    assert outcome.reply.text == "Slash command /wait timed out. Retry in a moment."
+    assert outcome.reply.category == "timeout"
+    assert len(sink.finals) == 1
+    after = await asyncio.wait_for(gateway.handle(message("next")), WAIT)
+    assert after.reply is not None and after.reply.text == "got: next"
+
+
+async def test_cancel_stops_the_running_turn(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    idle = await gateway.handle(message("/cancel"))
+    assert idle.reply is not None and idle.reply.text == "Nothing is running."
+    running, sink = await start_wait(gateway, probe)
+    cancel = await asyncio.wait_for(gateway.handle(message("/cancel")), WAIT)
+    assert cancel.reply is not None and cancel.reply.text == "Cancelled the running turn."
+    stopped = await asyncio.wait_for(running, WAIT)
+    assert stopped.reply is not None and stopped.reply.stop_reason == "cancelled"
+    assert sink.finals == [stopped.reply]
+
+
+@pytest.mark.parametrize(
+    ("text", "reply", "category", "slash"),
+    [
+        ("/fail disk full", "Slash command /fail failed: disk full", "generic", True),
+        (
+            "/fail unknown command /fail",
+            "Unsupported slash command /fail. Send /help to list available commands.",
+            "unsupported",
+            True,
+        ),
+        (
+            "/fail request timed out",
+            "Slash command /fail timed out. Retry in a moment.",
+            "timeout",
+            True,
+        ),
+        (
+            "/crash",
+            "Unsupported slash command /crash. Send /help to list available commands.",
+            "unsupported",
+            True,
+        ),
+        ("plain-fail", "The request failed: boom", "generic", False),
+    ],
+)
+async def test_runtime_failures_map_to_catalog_categories(
+    probe_gateway: Any, text: str, reply: str, category: str, slash: bool
+) -> None:
+    gateway, _ = probe_gateway
+    sink = RecordingSink()
+    outcome = await gateway.handle(message(text), sink)
+    assert outcome.reply is not None
+    assert (outcome.reply.text, outcome.reply.category, outcome.reply.slash) == (
+        reply,
+        category,
+        slash,
+    )
+    assert sink.finals == [outcome.reply], "a failure is exactly one message"
+
+
+async def test_input_for_another_bot_is_dropped_silently(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    sink = RecordingSink()
+    outcome = await gateway.handle(message("/wait@other_bot", bot_username="gw_bot"), sink)
+    assert outcome.reply is None and sink.finals == [] and probe.seen == []
+
+
+async def test_rejected_input_never_reaches_the_runtime(probe_gateway: Any) -> None:
+    gateway, probe = probe_gateway
+    for text in ("/", "/nope", "/settings", "/foo!"):
+        outcome = await gateway.handle(message(text))
+        assert outcome.forwarded is None and outcome.reply is not None and outcome.reply.category
+    assert probe.seen == []
+
+
+async def test_dynamic_commands_publish_and_new_session_forgets_them() -> None:
+    gateway = Gateway(make_settings(), EmbeddedRuntime(DEMO_ENTITY))
+    published: list[tuple[Command, ...]] = []
+    gateway.subscribe(published.append)
+    await gateway.start()
+    try:
+        assert [c.name for c in gateway.menu() or ()][:4] == ["help", "new", "cancel", "status"]
+        await gateway.handle(message("/remember greet Hello there"))
+        assert published and published[-1][-1].name == "greet"
+        greet = await gateway.handle(message("/greet"))
+        assert greet.reply is not None and greet.reply.text == "Hello there"
+        other = await gateway.handle(message("/greet", conversation="c2"))
+        assert other.reply is not None and other.reply.category == "unsupported"
+        new = await gateway.handle(message("/new"))
+        assert new.reply is not None and new.reply.text == "Started a new session."
+        gone = await gateway.handle(message("/greet"))
+        assert gone.reply is not None and gone.reply.category == "unsupported"
+        help_text = (await gateway.handle(message("/help"))).reply
+        assert (
+            help_text is not None
+            and "- `/echo <text>` — Reply with exactly the given text" in help_text.text
+        )
+    finally:
+        await gateway.stop()
+
+
+class _BrokenSession(RuntimeSession):
+    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        raise ConnectionResetError("agent pipe closed")
+        yield  # pragma: no cover - makes this an async generator
+
+    async def cancel(self) -> None:
+        return None
+
+
+class _BrokenRuntime(Runtime):
+    name = "broken"
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        updates_commands = (Command(name="go"),)
+        from gateway.events import SessionUpdated
+
+        updates(SessionUpdated(commands=updates_commands))
+        return _BrokenSession()
+
+
+async def test_a_runtime_exception_is_one_generic_failure_not_a_crash() -> None:
+    gateway = Gateway(make_settings(), _BrokenRuntime())
+    await gateway.start()
+    sink = RecordingSink()
+    outcome = await gateway.handle(message("/go"), sink)
+    assert outcome.reply is not None
+    assert outcome.reply.text == "Slash command /go failed: agent pipe closed"
+    assert sink.finals == [outcome.reply]
+    plain = await gateway.handle(message("hi"))
+    assert plain.reply is not None and plain.reply.text == "The request failed: agent pipe closed"
+    await gateway.stop()
