@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -12,10 +11,11 @@ import aiohttp
 import pytest
 
 from contract import utf16_len, utf16_slice
-from gateway.config import Settings
 from gateway.runtimes import build_runtime
 from gateway.server import Running
 
+from ..conftest import make_settings
+from ..http import read_events
 from .fake_server import EntityContext, FakeElectric
 
 ENTITY_TYPE = "assistant"
@@ -121,7 +121,7 @@ def electric_gateway(fake: FakeElectric, gateway_server: Any) -> GatewayFactory:
     @asynccontextmanager
     async def start(**overrides: Any) -> AsyncIterator[Running]:
         values = {"electric_url": fake.url, **overrides}
-        runtime = build_runtime(Settings(runtime="electric", **values))
+        runtime = build_runtime(make_settings(runtime="electric", **values))
         async with gateway_server(runtime=runtime, **values) as server:
             yield server
 
@@ -157,13 +157,7 @@ async def say_streaming(
         ) as response,
     ):
         assert response.status == 200, await response.text()
-        raw = await response.text()
-    events = []
-    for block in raw.split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        if "event" in lines:
-            events.append((lines["event"], json.loads(lines["data"])))
-    return events
+        return [pair async for pair in read_events(response)]
 
 
 async def commands(server: Running, conversation: str = "c1") -> dict[str, dict[str, Any]]:

@@ -793,6 +793,7 @@ class FakeElectric:
             finally:
                 entity.handling = None
                 entity.active_run = None
+                self.changed()
 
     # -- slash commands (context-factory.ts createSlashCommandHelpers) ---------------------
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 from typing import Any
 
 import aiohttp
 
+from ..http import read_events
 from .conftest import say, say_streaming
 from .fake_server import FakeElectric
 
@@ -152,20 +151,31 @@ async def test_cancel_interrupts_the_run_with_sigint(fake: FakeElectric, electri
             json={"conversation": "c1", "user": "alice", "text": "slow"},
             headers={"Accept": "text/event-stream"},
         ) as response:
-            seen = b""
-            while b"event: delta" not in seen:  # the user sees the run going
-                seen += await asyncio.wait_for(response.content.readany(), 5)
+            events = read_events(response)
+            async for event, _ in events:
+                if event == "delta":  # the user sees the run going
+                    break
             cancelled = await say(server, "/cancel")
-            seen += await asyncio.wait_for(response.content.read(), 5)
+            final = [data async for event, data in events if event == "reply"]
 
     assert cancelled["reply"]["text"] == "Cancelled the running turn."
-    final = json.loads(seen.decode().split("event: reply\ndata: ")[1])
-    assert final["reply"] == {
+    assert final[0]["reply"] == {
         "text": "Working\n\n_(cancelled)_",
         "category": None,
         "stop_reason": "cancelled",
     }
-    signals = [r.body for r in fake.requests if r.path.endswith("/signal")]
-    assert signals == [{"signal": "SIGINT"}]
+    assert [r.body for r in fake.requests if r.path.endswith("/signal")] == [{"signal": "SIGINT"}]
     (entity,) = fake.entities.values()
     await fake.until(lambda: entity.stream.events[-1]["value"].get("finish_reason") == "aborted")
+
+
+async def test_the_run_deadline_interrupts_the_agent(fake: FakeElectric, electric_gateway):
+    async with electric_gateway(run_timeout=0.5) as server:
+        body = await say(server, "slow")
+        (entity,) = fake.entities.values()
+        await fake.until(lambda: entity.handling is None)  # the handler was interrupted
+        after = await say(server, "next")
+
+    assert _reply(body) == ("timeout", "The request timed out. Retry in a moment.")
+    assert [r.body for r in fake.requests if r.path.endswith("/signal")] == [{"signal": "SIGINT"}]
+    assert _reply(after) == (None, "next")

@@ -284,12 +284,14 @@ class ElectricSession(RuntimeSession):
                 if isinstance(event, (MessageEnd, ErrorEvent)):
                     return
         finally:
-            if self._turn is state:
+            # A turn left before its run ended (the deadline, shutdown) stays known until the
+            # next one, so that ``cancel`` still interrupts the agent.
+            if self._turn is state and state.done:
                 self._turn = None
 
     async def cancel(self) -> None:
         state = self._turn
-        if state is None:
+        if state is None or state.done:
             return
         try:
             await self.runtime.client.signal(
