@@ -23,10 +23,10 @@ if TYPE_CHECKING:
 class StateStore(ABC):
     """Async key-value store. ``open`` before use, ``close`` when done (both idempotent)."""
 
-    async def open(self) -> None:  # noqa: B027 (optional hook)
+    async def open(self) -> None:
         """Acquire resources (files, connections)."""
 
-    async def close(self) -> None:  # noqa: B027 (optional hook)
+    async def close(self) -> None:
         """Release them; writes already awaited are durable."""
 
     @abstractmethod
