@@ -22,6 +22,14 @@ def test_build_runtime_picks_electric():
     assert runtime.describe() == "electric (http://127.0.0.1:9, entity type assistant)"
 
 
+def test_credentials_in_the_url_are_not_shown():
+    runtime = build_runtime(
+        Settings(runtime="electric", electric_url="https://gw:s3cret@agents.example/base/")
+    )
+    assert runtime.describe() == "electric (https://agents.example/base, entity type assistant)"
+    assert str(runtime.client.url("/x")) == "https://gw:s3cret@agents.example/base/x"
+
+
 def test_readable_ids_for_usual_keys():
     assert entity_id("slashgate", "telegram:-100123") == "slashgate-telegram_3A-100123"
     assert entity_id("gw", "slack:T1/C2/1700000000.1") == "gw-slack_3AT1_2FC2_2F1700000000_2E1"

@@ -23,6 +23,8 @@ class ElectricClient:
 
     def __init__(self, base_url: str, principal: str | None) -> None:
         self.base = base_url.rstrip("/")
+        # For logs, user-facing texts and the state store: credentials in the URL stay out.
+        self.shown = str(URL(self.base).with_user(None)).rstrip("/")
         self.principal = principal
         self._http: aiohttp.ClientSession | None = None
 

@@ -67,10 +67,10 @@ class ElectricRuntime(Runtime):
         try:
             entity_type = await self.client.entity_type(self.settings.electric_entity_type)
         except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("no static commands from %s: %s", self.client.base, exc)
+            log.warning("no static commands from %s: %s", self.client.shown, exc)
             return None
         self.static = tuple(c.command() for c in entity_type.slash_commands or ())
         return self.static
 
     def describe(self) -> str:
-        return f"electric ({self.client.base}, entity type {self.settings.electric_entity_type})"
+        return f"electric ({self.client.shown}, entity type {self.settings.electric_entity_type})"

@@ -160,7 +160,7 @@ class ElectricSession(RuntimeSession):
             except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
             saved = await self.runtime.store.get(self.state_key)
-            if _matches(saved, self.runtime.client.base, entity.streams.main):
+            if _matches(saved, self.runtime.client.shown, entity.streams.main):
                 self._offset = str(saved["offset"])
                 rows = Inventory.restore(saved.get("commands"))
             else:
@@ -227,7 +227,7 @@ class ElectricSession(RuntimeSession):
             await self.runtime.store.set(
                 self.state_key,
                 {
-                    "server": self.runtime.client.base,
+                    "server": self.runtime.client.shown,
                     "stream": self._entity.streams.main,
                     "offset": self._offset,
                     "commands": self._inventory.snapshot(),
@@ -259,7 +259,7 @@ class ElectricSession(RuntimeSession):
             yield http_failure(exc)
             return
         except (aiohttp.ClientError, TimeoutError) as exc:
-            yield network_failure(client.base, exc)
+            yield network_failure(client.shown, exc)
             return
         state = _Turn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
@@ -276,7 +276,7 @@ class ElectricSession(RuntimeSession):
                 yield http_failure(exc)
                 return
             except (aiohttp.ClientError, TimeoutError) as exc:
-                yield network_failure(client.base, exc)
+                yield network_failure(client.shown, exc)
                 return
             while True:
                 event = await state.events.get()
