@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
+from gateway.runtimes import build_runtime
+
+from ..conftest import make_settings
 from ..http import read_events
 from .conftest import say, say_streaming
 from .fake_server import FakeElectric
@@ -179,3 +183,41 @@ async def test_the_run_deadline_interrupts_the_agent(fake: FakeElectric, electri
     assert _reply(body) == ("timeout", "The request timed out. Retry in a moment.")
     assert [r.body for r in fake.requests if r.path.endswith("/signal")] == [{"signal": "SIGINT"}]
     assert _reply(after) == (None, "next")
+
+
+async def test_a_server_that_is_not_electric_agents(gateway_server):
+    """Answers that are not the server's (an HTML 404, a JSON 200 of another shape) are one
+    generic failure each, never a crash of the gateway.
+    """
+
+    async def anything(request: web.Request) -> web.Response:
+        if request.method == "PUT" and request.path.endswith("c1"):
+            return web.json_response({"ok": True}, status=201)
+        if request.method == "PUT" and request.path.endswith("c2"):
+            return web.Response(status=404, text="no such route")
+        return web.Response(status=502, text="<html>\n<p>Bad gateway</p>\n</html>")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", anything)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    try:
+        values = {"electric_url": url, "inventory_wait": 0.05}
+        runtime = build_runtime(make_settings(runtime="electric", **values))
+        async with gateway_server(runtime=runtime, **values) as server:
+            wrong_json = await say(server, "hello", conversation="c1")
+            plain_text = await say(server, "hello", conversation="c2")
+            html = await say(server, "hello", conversation="c3")
+    finally:
+        await runner.cleanup()
+
+    assert _reply(wrong_json) == (
+        "generic",
+        "The request failed: unexpected answer to PUT /_electric/entities/assistant/"
+        "slashgate-webhook_3Ac1",
+    )
+    assert _reply(plain_text) == ("generic", "The request failed: HTTP 404: no such route")
+    assert _reply(html) == ("generic", "The request failed: HTTP 502")

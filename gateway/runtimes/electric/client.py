@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import aiohttp
+from pydantic import BaseModel
 from yarl import URL
 
 from . import stream
-from .wire import DUPLICATE_URL, ElectricError, Entity, EntityType
+from .wire import BAD_RESPONSE, DUPLICATE_URL, ElectricError, Entity, EntityType
+
+_M = TypeVar("_M", bound=BaseModel)
 
 PRINCIPAL_HEADER = "Electric-Principal"
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
@@ -52,31 +56,49 @@ class ElectricClient:
         return {PRINCIPAL_HEADER: chosen} if chosen else {}
 
     async def _request(
-        self, method: str, path: str, body: Any = None, principal: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        principal: str | None = None,
+        model: type[_M] | None = None,
     ) -> Any:
+        """The answer's JSON (as ``model`` if given); ElectricError for a refusal and for an
+        answer that is not what the server's code sends.
+        """
         async with self.http.request(
             method, self.url(path), json=body, headers=self.headers(principal)
         ) as response:
             data = await response.read()
             if response.status >= 400:
                 raise ElectricError.from_response(response.status, data)
-            return await response.json(content_type=None) if data.strip() else None
+            try:
+                if model is not None:
+                    return model.model_validate_json(data)
+                return json.loads(data) if data.strip() else None
+            except ValueError as exc:  # pydantic's ValidationError is one
+                raise ElectricError(
+                    response.status, BAD_RESPONSE, f"unexpected answer to {method} {path}"
+                ) from exc
 
     # -- routes ---------------------------------------------------------------------------
 
     async def entity_type(self, name: str) -> EntityType:
-        data = await self._request("GET", f"/_electric/entity-types/{_segment(name)}")
-        return EntityType.model_validate(data)
+        path = f"/_electric/entity-types/{_segment(name)}"
+        result: EntityType = await self._request("GET", path, model=EntityType)
+        return result
 
     async def create_entity(self, type_name: str, entity_id: str, body: dict[str, Any]) -> Entity:
         """PUT the entity; one that exists already (409 DUPLICATE_URL) is read instead."""
         path = _entity_path(type_name, entity_id)
         try:
-            return Entity.model_validate(await self._request("PUT", path, body))
+            created: Entity = await self._request("PUT", path, body, model=Entity)
+            return created
         except ElectricError as exc:
             if exc.status != 409 or exc.code != DUPLICATE_URL:
                 raise
-        return Entity.model_validate(await self._request("GET", path))
+        found: Entity = await self._request("GET", path, model=Entity)
+        return found
 
     async def send(
         self, type_name: str, entity_id: str, message: dict[str, Any], principal: str

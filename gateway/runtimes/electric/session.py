@@ -21,7 +21,7 @@ from ..base import RuntimeSession, Turn, UpdateListener
 from .ids import user_principal
 from .inventory import Inventory
 from .stream import START, Batch
-from .wire import ElectricError, Entity
+from .wire import FORK_IN_PROGRESS, ElectricError, Entity
 
 if TYPE_CHECKING:
     from .runtime import ElectricRuntime
@@ -50,7 +50,7 @@ def http_failure(exc: ElectricError) -> ErrorEvent:
     passes (busy); everything else, 409 NOT_RUNNING included (a stopped entity stays
     stopped), is generic with the server's message.
     """
-    category: Category = "busy" if exc.code == "FORK_IN_PROGRESS" else "generic"
+    category: Category = "busy" if exc.code == FORK_IN_PROGRESS else "generic"
     return ErrorEvent(category, exc.describe())
 
 

@@ -10,8 +10,8 @@ from contract import Command, CommandArgument
 
 # Server codes (electric-agents-types.ts) that the runtime treats specially.
 DUPLICATE_URL = "DUPLICATE_URL"
-NOT_RUNNING = "NOT_RUNNING"
-UNKNOWN_ENTITY_TYPE = "UNKNOWN_ENTITY_TYPE"
+FORK_IN_PROGRESS = "FORK_IN_PROGRESS"
+BAD_RESPONSE = "BAD_RESPONSE"  # ours: a 2xx answer that is not what the server's code sends
 
 
 class _Lenient(BaseModel):
@@ -116,9 +116,11 @@ class ElectricError(Exception):
         try:
             info = ErrorBody.model_validate_json(body).error
         except ValidationError:
-            # Not an agents-server body (the streams server answers in plain text).
-            text = body.decode("utf-8", "replace").strip()[:300]
-            return cls(status, "", text or f"HTTP {status}")
+            # Not an agents-server body: the streams server answers in plain text (worth
+            # showing), a proxy may answer an HTML page (not worth showing).
+            text = body.decode("utf-8", "replace").strip()
+            plain = text and len(text) <= 200 and "\n" not in text and not text.startswith("<")
+            return cls(status, "", f"HTTP {status}: {text}" if plain else f"HTTP {status}")
         return cls(status, info.code, info.message or f"HTTP {status}", info.details)
 
     def describe(self) -> str:
