@@ -61,6 +61,10 @@ async def assistant(ctx: EntityContext) -> None:
         ctx.end_run(run, "failed", "error")
     elif source == "crash":
         raise RuntimeError("handler crashed")
+    elif source == "crash mid-run":
+        run = ctx.start_run()
+        ctx.text(run, "Half")
+        raise RuntimeError("handler crashed mid-run")
     elif source == "processing":
         ctx.error("WAKE_FAILED", "Agent is already processing")
     elif source == "two messages":

@@ -381,6 +381,7 @@ class EntityContext:
         self.server = server
         self.entity = entity
         self.message = message
+        self.last_run: str | None = None
 
     @property
     def payload(self) -> Any:
@@ -393,7 +394,7 @@ class EntityContext:
     def start_run(self) -> str:
         run = f"run-{self.entity.runs}"
         self.entity.runs += 1
-        self.entity.active_run = run
+        self.entity.active_run = self.last_run = run
         self.stream.append(change("run", run, {"status": "started"}))
         return run
 
@@ -785,11 +786,8 @@ class FakeElectric:
                 if entity.handling.cancelled() and entity.active_run is not None:
                     ctx.end_run(entity.active_run, "completed", "aborted")  # pi-adapter abort
                 elif not entity.handling.cancelled() and entity.handling.exception():
-                    exc = entity.handling.exception()
-                    run = entity.active_run
-                    ctx.error("HANDLER_FAILED", str(exc), run)
-                    if run is not None:
-                        ctx.end_run(run, "failed", "error")
+                    # process-wake.ts: the error names the wake's latest run and ends nothing
+                    ctx.error("HANDLER_FAILED", str(entity.handling.exception()), ctx.last_run)
             finally:
                 entity.handling = None
                 entity.active_run = None

@@ -141,6 +141,16 @@ async def test_handler_failure_without_a_run_fails_the_turn(fake: FakeElectric, 
     assert _reply(body) == ("generic", "The request failed: handler crashed")
 
 
+async def test_handler_failure_leaving_its_run_open_fails_the_turn(
+    fake: FakeElectric, electric_gateway
+):
+    async with electric_gateway() as server:
+        events = await say_streaming(server, "crash mid-run")
+
+    assert [d["text"] for e, d in events if e == "delta"] == ["Half"]
+    assert events[-1][1]["reply"]["text"] == "The request failed: handler crashed mid-run"
+
+
 async def test_error_text_is_categorized(fake: FakeElectric, electric_gateway):
     async with electric_gateway() as server:
         body = await say(server, "processing")

@@ -21,7 +21,7 @@ from ..base import RuntimeSession, Turn, UpdateListener
 from .ids import user_principal
 from .inventory import Inventory
 from .stream import START, Batch
-from .wire import FORK_IN_PROGRESS, ElectricError, Entity
+from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
 
 if TYPE_CHECKING:
     from .runtime import ElectricRuntime
@@ -119,7 +119,7 @@ class _Turn:
         message = str(value.get("message") or value.get("error_code") or "")
         error = ErrorEvent(categorize(message), message or "failed")
         run_id = value.get("run_id")
-        if run_id is None:
+        if run_id is None or value.get("error_code") == HANDLER_FAILED:
             self.finish(error)  # the handler or the wake failed: no run will end it
         elif run_id == self.run_id:
             self.error = error  # decides the outcome if the run then fails

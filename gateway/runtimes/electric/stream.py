@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import aiohttp
@@ -40,9 +40,10 @@ class Batch:
 
 @dataclass(slots=True)
 class _Position:
+    """Where the next read starts, and the CDN cursor to send back."""
+
     offset: str
     cursor: str | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def read(

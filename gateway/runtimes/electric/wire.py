@@ -8,9 +8,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contract import Command, CommandArgument
 
-# Server codes (electric-agents-types.ts) that the runtime treats specially.
+# Codes (electric-agents-types.ts, process-wake.ts) that the runtime treats specially.
 DUPLICATE_URL = "DUPLICATE_URL"
 FORK_IN_PROGRESS = "FORK_IN_PROGRESS"
+HANDLER_FAILED = "HANDLER_FAILED"  # an error row: the handler threw, its run may stay open
 BAD_RESPONSE = "BAD_RESPONSE"  # ours: a 2xx answer that is not what the server's code sends
 
 
