@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 
@@ -20,13 +21,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="port to listen on (default 8080; 0 picks one)")
     run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    slack = commands.add_parser("slack", help="Slack channel tools")
+    slack_commands = slack.add_subparsers(dest="slack_command", required=True)
+    manifest = slack_commands.add_parser(
+        "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
+    )
+    manifest.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        settings = load_settings(args.config, host=args.host, port=args.port)
+        settings = load_settings(
+            args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
+        )
     except (ValidationError, OSError, ValueError) as exc:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
@@ -36,4 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         asyncio.run(serve(settings))
+    elif args.command == "slack":
+        from channels.slack.manifest import build_manifest, effective_inventory
+
+        commands = asyncio.run(effective_inventory(settings))
+        print(json.dumps(build_manifest(commands, settings), indent=2, ensure_ascii=False))
     return 0
