@@ -34,4 +34,8 @@ def build_runtime(settings: Settings) -> Runtime:
             settings.pi_pool_size,
             settings.pi_idle_ttl,
         )
+    if settings.runtime == "electric":
+        from .electric import ElectricRuntime
+
+        return ElectricRuntime(settings)
     raise ValueError(f"unknown runtime {settings.runtime!r}")
