@@ -11,6 +11,7 @@ import sys
 from pydantic import ValidationError
 
 from .config import load_settings
+from .runtimes import build_runtime
 from .server import serve
 
 
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(
             args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
         )
+        # A backend checks its own settings when built: a mistake there is configuration too.
+        runtime = build_runtime(settings)
     except (ValidationError, OSError, ValueError) as exc:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
@@ -44,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.command == "serve":
-        asyncio.run(serve(settings))
+        try:
+            asyncio.run(serve(settings, runtime))
+        except OSError as exc:  # a port in use, an agent program that is not there
+            print(f"slashgate: cannot start: {exc}", file=sys.stderr)
+            return 1
     elif args.command == "slack":
         from channels.slack.manifest import build_manifest, effective_inventory
 
