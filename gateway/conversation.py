@@ -60,15 +60,17 @@ class Conversation:
         if self.info.commands is not None:
             self.inventory_known.set()
 
-    async def reset(self) -> None:
-        """Close the runtime session; the next input opens a fresh one."""
+    async def reset(self, forget: bool = False) -> None:
+        """Close the runtime session (``forget``: for good, ``/new``); the next input opens
+        a session again.
+        """
         session, self.session = self.session, None
         self.info = SessionInfo()
         self.inventory_known = asyncio.Event()
         self._contracts.clear()
         self.permissions.clear()
         if session is not None:
-            await session.close()
+            await (session.reset() if forget else session.close())
 
     def contract(
         self, base: SlashContract, host: tuple[Command, ...], bot_username: str | None

@@ -56,6 +56,23 @@ async def test_one_entity_per_conversation(fake: FakeElectric, electric_gateway)
     ]
 
 
+async def test_new_starts_a_fresh_entity_and_restarts_keep_it(
+    fake: FakeElectric, electric_gateway, tmp_path
+):
+    state = {"store": "sqlite", "state_path": tmp_path / "state.sqlite3"}
+    async with electric_gateway(electric_id_prefix="gw", **state) as server:
+        await say(server, "before")
+        assert (await say(server, "/new"))["reply"]["text"] == "Started a new session."
+        assert (await say(server, "after"))["reply"]["text"] == "after"
+    async with electric_gateway(electric_id_prefix="gw", **state) as server:
+        assert (await say(server, "after a restart"))["reply"]["text"] == "after a restart"
+
+    first, fresh = f"/{ENTITY_TYPE}/gw-webhook_3Ac1", f"/{ENTITY_TYPE}/gw-webhook_3Ac1.g1"
+    assert sorted(fake.entities) == [first, fresh]
+    sent = [r.path.removeprefix("/_electric/entities").removesuffix("/send") for r in fake.sends()]
+    assert sent == [first, fresh, fresh], "after /new every message goes to the new entity"
+
+
 async def test_existing_entity_is_reused_after_409(fake: FakeElectric, electric_gateway):
     async with electric_gateway() as server:
         assert (await say(server, "first"))["reply"]["text"] == "first"

@@ -48,6 +48,13 @@ def entity_id(prefix: str, key: str) -> str:
     return f"{escaped[: MAX_ID - 41]}.{digest}"
 
 
+def generation_id(base: str, generation: int) -> str:
+    """The entity after ``/new`` number ``generation``: ``<id>.g<n>``. No escaped or hashed
+    id ends so (escapes have no ``.``, hashes are hexadecimal), so generations never meet.
+    """
+    return base if generation == 0 else f"{base}.g{generation}"
+
+
 def user_principal(user: str) -> str:
     """``Electric-Principal`` value for a chat user: ``user:<escaped id>``."""
     return f"user:{escape(user) or '_'}"

@@ -14,7 +14,7 @@ from ...events import SessionUpdated
 from ...state import StateStore, open_store
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import ElectricClient
-from .ids import check_prefix, entity_id
+from .ids import check_prefix, entity_id, generation_id
 from .session import ElectricSession
 from .wire import ElectricError
 
@@ -52,7 +52,9 @@ class ElectricRuntime(Runtime):
             await self.store.close()
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        session = ElectricSession(self, key, entity_id(self.prefix, key), updates)
+        generation = await self.store.get(self.generation_key(key)) or 0
+        ident = generation_id(entity_id(self.prefix, key), generation)
+        session = ElectricSession(self, key, ident, updates)
         try:
             await session.ensure()
         except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
@@ -62,6 +64,9 @@ class ElectricRuntime(Runtime):
             if self.static is not None:
                 updates(SessionUpdated(commands=self.static))
         return session
+
+    def generation_key(self, key: str) -> str:
+        return f"electric:generation:{self.prefix}:{key}"
 
     async def static_commands(self) -> tuple[Command, ...] | None:
         try:

@@ -302,6 +302,12 @@ class ElectricSession(RuntimeSession):
         # The aborted run's end may never be told apart from later runs: stop here.
         state.finish(MessageEnd("cancelled"))
 
+    async def reset(self) -> None:
+        """``/new``: the next open of this conversation uses a new entity (a fresh agent)."""
+        await self.close()
+        key = self.runtime.generation_key(self.key)
+        await self.runtime.store.set(key, (await self.runtime.store.get(key) or 0) + 1)
+
     async def close(self) -> None:
         if self._turn is not None:
             self._turn.finish(MessageEnd("cancelled"))
