@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/slashgate serve
 
-test: $(STAMP)
+# The pi runtime's tests run the real pi (npm); installed locally, idempotently.
+tools:
+	bash scripts/install-pi.sh
+
+test: $(STAMP) tools
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
@@ -24,6 +28,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/slack_ack.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .tools

@@ -19,4 +19,8 @@ def build_channels(gateway: Gateway, settings: Settings) -> list[Channel]:
         from .telegram import TelegramChannel
 
         channels.append(TelegramChannel(gateway, settings))
+    if settings.slack_bot_token and settings.slack_signing_secret:
+        from .slack import SlackChannel
+
+        channels.append(SlackChannel(gateway, settings))
     return channels

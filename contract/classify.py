@@ -7,16 +7,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .catalog import Catalog, Category, categorize
-from .models import (
-    BranchNode,
-    Command,
-    ComposerInputPayload,
-    ComposerNode,
-    FileNode,
-    SlashCommandNode,
-    SymbolNode,
-    TextNode,
-)
+from .models import Command, ComposerInputPayload
 from .utf16 import has_astral, utf16_len
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
@@ -25,14 +16,12 @@ Source = Literal["runtime", "gateway"]
 # Python's \s is str.isspace(): any Unicode white space, the same test .strip() uses.
 _LEADING_WS = re.compile(r"\s*")
 _TOKEN = re.compile(r"\S+")
+# A token that could be a node: "/" or "@" at the start or after white space.
+_CANDIDATE = re.compile(r"(?<!\S)[/@]\S*")
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.-]*")
 _TRAILING_PUNCT = ".,;:!?)"
-_REFERENCES: tuple[tuple[str, type[FileNode] | type[BranchNode] | type[SymbolNode]], ...] = (
-    ("@file:", FileNode),
-    ("@branch:", BranchNode),
-    ("@symbol:", SymbolNode),
-)
+_REFERENCES = ("@file:", "@branch:", "@symbol:")
 
 # (remaining lower-cased words, canonical command, source); longest first per first word.
 _Entry = tuple[tuple[str, ...], Command, Source]
@@ -219,13 +208,15 @@ class SlashContract:
             pos = lead[1]
         if pos < len(text):
             self._scan_inline(text, pos, spans)
-        return ComposerInputPayload.model_construct(source=text, nodes=_to_nodes(text, spans))
+        return ComposerInputPayload.model_validate(
+            {"source": text, "nodes": _to_nodes(text, spans)}
+        )
 
     def _scan_inline(self, text: str, pos: int, spans: list[_Span]) -> None:
         """Appends nodes covering text[pos:]: known /commands and @kind: references."""
         text_start = pos
         if "/" in text or "@" in text:
-            for match in _TOKEN.finditer(text, pos):
+            for match in _CANDIDATE.finditer(text, pos):
                 found = self._inline_node(text, match.start(), match.end())
                 if found is None:
                     continue
@@ -251,7 +242,7 @@ class SlashContract:
                     return ("slash_command", start, stop, command.name)
             return None
         if first == "@":
-            for prefix, _ in _REFERENCES:
+            for prefix in _REFERENCES:
                 if text.startswith(prefix, start):
                     value = text[start + len(prefix) : end].rstrip(_TRAILING_PUNCT)
                     if value:
@@ -280,9 +271,10 @@ def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False
     return pos
 
 
-def _to_nodes(text: str, spans: list[_Span]) -> tuple[ComposerNode, ...]:
+def _to_nodes(text: str, spans: list[_Span]) -> list[dict[str, object]]:
+    """Node dicts with UTF-16 offsets; validated in one call by the payload model (in Rust)."""
     astral = has_astral(text)
-    nodes: list[ComposerNode] = []
+    nodes: list[dict[str, object]] = []
     offset = 0
     for kind, start, end, value in spans:
         raw = text[start:end]
@@ -291,21 +283,8 @@ def _to_nodes(text: str, spans: list[_Span]) -> tuple[ComposerNode, ...]:
             u_end = offset
         else:
             u_start, u_end = start, end
-        # model_construct: spans are correct by construction, validation would only cost time.
-        node: ComposerNode
-        if kind == "text":
-            node = TextNode.model_construct(start=u_start, end=u_end, raw=raw)
-        elif kind == "file":
-            node = FileNode.model_construct(start=u_start, end=u_end, raw=raw, path=value)
-        else:
-            node_type = _NAMED_NODES[kind]
-            node = node_type.model_construct(start=u_start, end=u_end, raw=raw, name=value)
+        node: dict[str, object] = {"kind": kind, "start": u_start, "end": u_end, "raw": raw}
+        if kind != "text":
+            node["path" if kind == "file" else "name"] = value
         nodes.append(node)
-    return tuple(nodes)
-
-
-_NAMED_NODES: dict[str, type[SlashCommandNode] | type[BranchNode] | type[SymbolNode]] = {
-    "slash_command": SlashCommandNode,
-    "branch": BranchNode,
-    "symbol": SymbolNode,
-}
+    return nodes

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from .models import ComposerInputPayload, SlashCommandNode, TextNode
-from .utf16 import utf16_len, utf16_slice
+from .utf16 import has_astral, utf16_len, utf16_slice
 
 STRICT_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _VALUE_FIELD = {"file": "path", "symbol": "name", "branch": "name", "slash_command": "name"}
@@ -32,7 +32,9 @@ def composer_input_problems(payload: Any, *, strict_names: bool = True) -> list[
         return []
     if not isinstance(nodes, list):
         return ["payload.nodes must be an array"]
-    length = utf16_len(source)
+    # Without astral characters UTF-16 offsets are code point offsets: slice directly.
+    astral = has_astral(source)
+    length = utf16_len(source) if astral else len(source)
     problems: list[str] = []
     previous_end = 0
     for i, node in enumerate(nodes):
@@ -52,7 +54,7 @@ def composer_input_problems(payload: Any, *, strict_names: bool = True) -> list[
         if not 0 <= start <= end <= length:
             problems.append(f"{where} span {start}..{end} is outside 0..{length}")
             continue
-        if raw != utf16_slice(source, start, end):
+        if raw != (utf16_slice(source, start, end) if astral else source[start:end]):
             problems.append(f"{where}.raw does not equal source.slice({start}, {end})")
         if start < previous_end:
             problems.append(f"{where} overlaps or precedes the node before it")

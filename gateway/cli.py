@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 
 from pydantic import ValidationError
 
 from .config import load_settings
+from .runtimes import build_runtime
 from .server import serve
 
 
@@ -20,13 +22,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="port to listen on (default 8080; 0 picks one)")
     run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    slack = commands.add_parser("slack", help="Slack channel tools")
+    slack_commands = slack.add_subparsers(dest="slack_command", required=True)
+    manifest = slack_commands.add_parser(
+        "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
+    )
+    manifest.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        settings = load_settings(args.config, host=args.host, port=args.port)
+        settings = load_settings(
+            args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
+        )
+        # A backend checks its own settings when built: a mistake there is configuration too.
+        runtime = build_runtime(settings)
     except (ValidationError, OSError, ValueError) as exc:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
@@ -35,5 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.command == "serve":
-        asyncio.run(serve(settings))
+        try:
+            asyncio.run(serve(settings, runtime))
+        except OSError as exc:  # a port in use, an agent program that is not there
+            print(f"slashgate: cannot start: {exc}", file=sys.stderr)
+            return 1
+    elif args.command == "slack":
+        from channels.slack.manifest import build_manifest, effective_inventory
+
+        commands = asyncio.run(effective_inventory(settings))
+        print(json.dumps(build_manifest(commands, settings), indent=2, ensure_ascii=False))
     return 0

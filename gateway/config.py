@@ -82,6 +82,7 @@ class Settings(BaseSettings):
     electric_entity_type: str = "assistant"
     electric_id_prefix: str = "slashgate"
     electric_principal: str | None = None
+    electric_live: Literal["sse", "long-poll"] = "sse"
 
     @field_validator("catalog")
     @classmethod

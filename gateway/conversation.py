@@ -22,7 +22,9 @@ class RunState:
     started: float = field(default_factory=time.monotonic)
     parts: list[str] = field(default_factory=list)
     task: asyncio.Task[object] | None = None
-    stopping: bool = False
+    stopping: bool = False  # a cancel was asked for: the stream's end means "cancelled"
+    forced: bool = False  # the runtime ignored it: the task was cancelled after the grace
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Conversation:
@@ -58,15 +60,17 @@ class Conversation:
         if self.info.commands is not None:
             self.inventory_known.set()
 
-    async def reset(self) -> None:
-        """Close the runtime session; the next input opens a fresh one."""
+    async def reset(self, forget: bool = False) -> None:
+        """Close the runtime session (``forget``: for good, ``/new``); the next input opens
+        a session again.
+        """
         session, self.session = self.session, None
         self.info = SessionInfo()
         self.inventory_known = asyncio.Event()
         self._contracts.clear()
         self.permissions.clear()
         if session is not None:
-            await session.close()
+            await (session.reset() if forget else session.close())
 
     def contract(
         self, base: SlashContract, host: tuple[Command, ...], bot_username: str | None

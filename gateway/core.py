@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 from contract import (
@@ -25,6 +26,7 @@ from .events import (
     MessageDelta,
     MessageEnd,
     PermissionRequired,
+    RuntimeEvent,
     SessionUpdated,
 )
 from .host import HOST_COMMANDS, HostCommand
@@ -223,20 +225,18 @@ class Gateway:
     async def _run(self, conv: Conversation, turn: Turn, sink: ReplySink) -> Reply:
         if conv.session is None:
             await self._open(conv)
-        state = RunState(turn.command)
+        state = RunState(turn.command, task=asyncio.current_task())
         conv.run = state
-        consumer = asyncio.ensure_future(self._consume(conv, turn, sink, state))
-        state.task = consumer
         try:
-            done, _ = await asyncio.wait({consumer}, timeout=self.settings.run_timeout)
-            if done:
-                return consumer.result()
-            await self._stop(conv, state)
+            # Consumed in this task (no extra task per turn): the deadline cancels it here.
+            async with asyncio.timeout(self.settings.run_timeout):
+                return await self._consume(conv, turn, sink, state)
+        except TimeoutError:
+            await self._cancel_runtime(conv)
             return self._failure("timeout", turn.command)
         finally:
             conv.run = None
-            if not consumer.done():  # we were cancelled ourselves (shutdown)
-                consumer.cancel()
+            state.done.set()
 
     async def _consume(
         self, conv: Conversation, turn: Turn, sink: ReplySink, state: RunState
@@ -244,21 +244,25 @@ class Gateway:
         assert conv.session is not None
         name = turn.command
         try:
-            async for event in conv.session.run(turn):
-                if isinstance(event, MessageDelta):
-                    state.parts.append(event.text)
-                    await _safely(sink.delta(event.text))
-                elif isinstance(event, MessageEnd):
-                    return self._end_reply(state, event.stop_reason)
-                elif isinstance(event, ErrorEvent):
-                    return self._failure(event.category, name, event.message)
-                elif isinstance(event, SessionUpdated):
-                    conv.apply(event)
-                else:
-                    if isinstance(event, PermissionRequired):
-                        conv.remember_permission(event.request_id)
-                    await _safely(sink.event(event))
+            async with _closing(conv.session.run(turn)) as events:
+                async for event in events:
+                    if isinstance(event, MessageDelta):
+                        state.parts.append(event.text)
+                        await _safely(sink.delta(event.text))
+                    elif isinstance(event, MessageEnd):
+                        return self._end_reply(state, event.stop_reason)
+                    elif isinstance(event, ErrorEvent):
+                        return self._failure(event.category, name, event.message)
+                    elif isinstance(event, SessionUpdated):
+                        conv.apply(event)
+                    else:
+                        if isinstance(event, PermissionRequired):
+                            conv.remember_permission(event.request_id)
+                        await _safely(sink.event(event))
         except asyncio.CancelledError:
+            if not state.forced:
+                raise  # the deadline, or shutdown
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return self._end_reply(state, "cancelled")
         except Exception as exc:  # a runtime failure is one user-facing message, never a crash
             log.exception("runtime failed in %s", conv.key)
@@ -287,18 +291,22 @@ class Gateway:
     async def _stop(self, conv: Conversation, state: RunState) -> None:
         """Ask the runtime to cancel; past the grace period, stop reading its stream."""
         state.stopping = True
-        grace = self.settings.cancel_grace
-        if conv.session is not None:
-            try:
-                await asyncio.wait_for(conv.session.cancel(), grace)
-            except Exception:
-                log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
-        task = state.task
-        if task is not None and not task.done():
-            done, _ = await asyncio.wait({task}, timeout=grace)
-            if not done:
-                task.cancel()
-                await asyncio.wait({task})
+        await self._cancel_runtime(conv)
+        try:
+            await asyncio.wait_for(state.done.wait(), self.settings.cancel_grace)
+        except TimeoutError:
+            state.forced = True
+            if state.task is not None:
+                state.task.cancel()
+            await state.done.wait()
+
+    async def _cancel_runtime(self, conv: Conversation) -> None:
+        if conv.session is None:
+            return
+        try:
+            await asyncio.wait_for(conv.session.cancel(), self.settings.cancel_grace)
+        except Exception:
+            log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
 
     async def answer_permission(
         self, channel: str, conversation: str, request_id: str, option_id: str | None
@@ -311,6 +319,21 @@ class Gateway:
         if answered:
             conv.permissions.pop(request_id, None)
         return answered
+
+
+@contextlib.asynccontextmanager
+async def _closing(
+    events: AsyncIterator[RuntimeEvent],
+) -> AsyncIterator[AsyncIterator[RuntimeEvent]]:
+    """Close a runtime's stream as soon as the turn ends, not whenever it is collected: its
+    clean-up (cancelling its own work) must not run into the next turn.
+    """
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def _safely(step: Awaitable[None]) -> None:

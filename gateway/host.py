@@ -46,7 +46,7 @@ async def _help(gateway: Gateway, conv: Conversation, result: Classification) ->
 
 async def _new(gateway: Gateway, conv: Conversation, result: Classification) -> str:
     stopped = await gateway.stop_run(conv)
-    await conv.reset()
+    await conv.reset(forget=True)
     return "Started a new session." + (" The running turn was cancelled." if stopped else "")
 
 

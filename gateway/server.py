@@ -71,12 +71,12 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
         await gateway.stop()
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with running(settings) as server:
+    async with running(settings, runtime) as server:
         enabled = ", ".join(c.describe() for c in server.channels)
         print(f"slashgate listening on {server.url}", flush=True)
         print(f"runtime: {server.gateway.runtime.describe()}; channels: {enabled}", flush=True)

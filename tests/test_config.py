@@ -52,3 +52,20 @@ def test_cli_reports_bad_configuration_without_a_traceback(
     config.write_text("run_timeout = -1\n")
     assert main(["serve", "--config", str(config)]) == 2
     assert "bad configuration" in capsys.readouterr().err
+    config.write_text('runtime = "electric"\n[electric]\nid_prefix = "has/slash"\n')
+    assert main(["serve", "--config", str(config)]) == 2
+    assert "bad configuration: electric_id_prefix" in capsys.readouterr().err
+
+
+def test_cli_reports_a_port_in_use_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from gateway.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("slashgate: cannot start:") and "Traceback" not in err

@@ -28,6 +28,13 @@ async def post(
         return resp.status, await resp.json()
 
 
+def stream(client: aiohttp.ClientSession, served: Served, text: str, **headers: str) -> Any:
+    """POST a message asking for server-sent events (use as ``async with``)."""
+    body = {"conversation": "c1", "user": "u1", "text": text}
+    headers = {"Accept": "text/event-stream", **headers}
+    return client.post(f"{served.url}/v1/messages", json=body, headers=headers)
+
+
 async def test_echo_unsupported_invalid_and_health(client: aiohttp.ClientSession) -> None:
     async with serve_subprocess() as served:
         async with client.get(f"{served.url}/healthz") as resp:
@@ -69,9 +76,7 @@ async def test_echo_unsupported_invalid_and_health(client: aiohttp.ClientSession
 
 async def test_busy_then_cancel_over_sse(client: aiohttp.ClientSession) -> None:
     async with serve_subprocess() as served:
-        headers = {"Accept": "text/event-stream"}
-        body = {"conversation": "c1", "user": "u1", "text": "/slow 60"}
-        async with client.post(f"{served.url}/v1/messages", json=body, headers=headers) as resp:
+        async with stream(client, served, "/slow 60") as resp:
             events = read_events(resp)
             kind, data = await asyncio.wait_for(anext(events), WAIT)
             assert kind == "accepted" and data["classification"]["command"] == "slow"
@@ -139,9 +144,7 @@ async def test_dynamic_register_and_unregister(client: aiohttp.ClientSession) ->
 
 async def test_sse_streams_deltas_then_the_reply(client: aiohttp.ClientSession) -> None:
     async with serve_subprocess() as served:
-        headers = {"Accept": "text/event-stream"}
-        body = {"conversation": "c1", "user": "u1", "text": "/slow 2"}
-        async with client.post(f"{served.url}/v1/messages", json=body, headers=headers) as resp:
+        async with stream(client, served, "/slow 2") as resp:
             assert resp.headers["Content-Type"].startswith("text/event-stream")
             events = [item async for item in read_events(resp)]
         assert [kind for kind, _ in events] == ["accepted", "delta", "delta", "delta", "reply"]
@@ -151,8 +154,7 @@ async def test_sse_streams_deltas_then_the_reply(client: aiohttp.ClientSession) 
             "done",
         ]
         assert events[-1][1]["reply"]["text"] == "1/2\n2/2\ndone"
-        body = {"conversation": "c1", "user": "u1", "text": "/nope"}
-        async with client.post(f"{served.url}/v1/messages", json=body, headers=headers) as resp:
+        async with stream(client, served, "/nope") as resp:
             events = [item async for item in read_events(resp)]
         assert [kind for kind, _ in events] == ["accepted", "reply"]
         assert events[0][1]["forwarded"] is None
@@ -249,3 +251,20 @@ async def test_idempotency_key_replays_without_a_second_run(client: aiohttp.Clie
             assert await resp.json() == original
         status, body = await post(client, served, "/echo other", headers=key)
         assert status == 422 and body["error"]["code"] == "idempotency_mismatch"
+
+
+async def test_a_client_that_leaves_an_event_stream_does_not_break_the_turn(
+    client: aiohttp.ClientSession,
+) -> None:
+    async with serve_subprocess() as served:
+        async with stream(client, served, "/slow 2", **{"Idempotency-Key": "leaving"}) as resp:
+            events = read_events(resp)
+            kind, _ = await asyncio.wait_for(anext(events), WAIT)
+            assert kind == "accepted"
+            resp.close()  # hang up mid-stream
+        # The turn finishes anyway: the same key replays its whole reply once it is done.
+        status, replay = await post(
+            client, served, "/slow 2", headers={"Idempotency-Key": "leaving"}
+        )
+        assert status == 200 and replay["reply"]["text"] == "1/2\n2/2\ndone"
+        assert not any("Traceback" in line for line in served.output)

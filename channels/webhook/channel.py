@@ -83,16 +83,23 @@ class EventStreamSink(ReplySink):
     def __init__(self, response: web.StreamResponse, conversation: str) -> None:
         self.response = response
         self.conversation = conversation
-        self._accepted = False
+        self.sent_accepted = False
+        self.gone = False
 
     async def send(self, event: str, data: dict[str, Any]) -> None:
+        if self.gone:
+            return
         payload = json.dumps(data, ensure_ascii=False)
-        await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        try:
+            await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        except ConnectionResetError:
+            # The client left; the turn goes on (its reply is still replayable by key).
+            self.gone = True
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
-        self._accepted = True
+        self.sent_accepted = True
         await self.send(
             "accepted",
             {
@@ -236,10 +243,11 @@ class WebhookChannel(Channel):
         sink = EventStreamSink(response, message.conversation)
         outcome = await self.gateway.handle(self._inbound(message), sink)
         body = outcome_body(message.conversation, outcome)
-        if not sink._accepted:
+        if not sink.sent_accepted:
             await sink.accepted(outcome.classification, outcome.forwarded)
         await sink.send("reply", body)
-        await response.write_eof()
+        if not sink.gone:
+            await response.write_eof()
         return response, body
 
     # -- Idempotency-Key ------------------------------------------------------------------

@@ -18,4 +18,24 @@ def build_runtime(settings: Settings) -> Runtime:
         from .embedded import DEMO_ENTITY, EmbeddedRuntime
 
         return EmbeddedRuntime(DEMO_ENTITY)
+    if settings.runtime == "acp":
+        from .acp import AcpRuntime
+
+        return AcpRuntime(
+            settings.acp_command, settings.acp_cwd, settings.acp_env, settings.acp_auth_method
+        )
+    if settings.runtime == "pi":
+        from .pi import PiRuntime
+
+        return PiRuntime(
+            settings.pi_command,
+            settings.pi_cwd,
+            settings.pi_env,
+            settings.pi_pool_size,
+            settings.pi_idle_ttl,
+        )
+    if settings.runtime == "electric":
+        from .electric import ElectricRuntime
+
+        return ElectricRuntime(settings)
     raise ValueError(f"unknown runtime {settings.runtime!r}")

@@ -75,7 +75,13 @@ class RuntimeSession(ABC):
         raise NotImplementedError("this runtime has no modes")
 
     async def close(self) -> None:
-        """Release the session (``/new``, shutdown)."""
+        """Release the session (eviction, shutdown); a later ``open`` may resume it."""
+
+    async def reset(self) -> None:
+        """``/new``: release the session and forget it, so that the next ``open`` of this
+        conversation starts afresh. Backends that resume sessions by key override this.
+        """
+        await self.close()
 
 
 class Runtime(ABC):

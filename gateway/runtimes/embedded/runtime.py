@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from contract import Command, CommandRegistry, ComposerInputError, categorize, check_composer_input
+from contract import Command, CommandRegistry, categorize, composer_input_problems
 
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import Runtime, RuntimeSession, Turn, UpdateListener
@@ -52,20 +52,19 @@ class EmbeddedSession(RuntimeSession):
 
     async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
         data = turn.message.payload.model_dump(mode="json", exclude_none=True)
-        try:
-            check_composer_input(data)
-        except ComposerInputError as exc:
-            yield ErrorEvent("generic", f"invalid composer_input: {exc}")
+        problems = composer_input_problems(data)
+        if problems:
+            yield ErrorEvent("generic", "invalid composer_input: " + "; ".join(problems))
             return
         wake = InboxWake(message=InboxMessage(message_type=turn.message.type, payload=data))
         queue: asyncio.Queue[object] = asyncio.Queue()
-        self._task = asyncio.create_task(self._handle(wake, queue))
+        task = self._task = asyncio.create_task(self._handle(wake, queue))
         try:
             while (item := await queue.get()) is not _DONE:
                 yield item  # type: ignore[misc]
         finally:
-            if not self._task.done():
-                self._task.cancel()
+            if not task.done():
+                task.cancel()
 
     async def _handle(self, wake: InboxWake, queue: asyncio.Queue[object]) -> None:
         try:

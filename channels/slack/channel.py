@@ -1,0 +1,321 @@
+"""Slack on slack-bolt (async): events, slash commands and interactivity at ``/slack/events``
+on the gateway's own aiohttp server, or over Socket Mode when an app token is set.
+
+Every listener acknowledges at once and schedules the work: the app runs with
+``process_before_response`` so that Slack gets its answer as soon as the listener returns,
+without the polling of bolt's default ack path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import ClientSession, web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+
+from gateway.channel import Channel
+from gateway.inbound import InboundMessage, Reply
+from gateway.store import DedupeWindow
+
+from .manifest import EVENTS_PATH
+from .markup import command_source, normalize, umbrella_source
+from .mrkdwn import escape
+from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
+from .web import respond, web_client
+
+if TYPE_CHECKING:
+    from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+    from gateway.config import Settings
+    from gateway.core import Gateway
+
+log = logging.getLogger("slashgate.slack")
+
+# Slack retries an unacknowledged event three times, the last about five minutes after the
+# first delivery: an hour's window covers it with room to spare.
+EVENT_DEDUPE_TTL = 3600.0
+EVENT_DEDUPE_SIZE = 10_000
+_MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+class SlackChannel(Channel):
+    name = "slack"
+
+    def __init__(
+        self, gateway: Gateway, settings: Settings, *, update_interval: float = 1.5
+    ) -> None:
+        super().__init__(gateway, settings)
+        if settings.slack_bot_token is None or settings.slack_signing_secret is None:
+            raise ValueError("the Slack channel needs slack_bot_token and slack_signing_secret")
+        self._token = settings.slack_bot_token.get_secret_value()
+        secret = settings.slack_signing_secret.get_secret_value()
+        self._verifier = SignatureVerifier(secret)
+        self.outbox = Outbox(web_client(settings.slack_api_base, self._token), update_interval)
+        self._umbrella = "/" + settings.slack_umbrella_command.lower().lstrip("/")
+        self._dedupe = DedupeWindow(EVENT_DEDUPE_SIZE, EVENT_DEDUPE_TTL)
+        self._auth: AuthorizeResult | None = None
+        self._auth_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._socket: AsyncSocketModeHandler | None = None
+        self._connecting: asyncio.Task[None] | None = None
+
+        async def authorize() -> AuthorizeResult:
+            return await self._authorization()
+
+        self.app = AsyncApp(
+            name="slashgate",
+            client=web_client(settings.slack_api_base, None),
+            signing_secret=secret,
+            authorize=authorize,
+            process_before_response=True,
+            logger=logging.getLogger("slashgate.slack.bolt"),
+        )
+        self._listen(self.app)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_post(EVENTS_PATH, self.events)
+
+    async def start(self) -> None:
+        self.outbox.session = ClientSession()
+        self.outbox.client.session = self.outbox.session
+        self._spawn(self._warm_up())
+        app_token = self.settings.slack_app_token
+        if app_token is not None:
+            from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+
+            self._socket = AsyncSocketModeHandler(
+                self.app, app_token.get_secret_value(), web_client=self.outbox.client
+            )
+            # Connecting retries until Slack answers: never hold the gateway's start on it.
+            self._connecting = asyncio.ensure_future(self._socket.connect_async())
+
+    async def stop(self) -> None:
+        if self._connecting is not None:
+            self._connecting.cancel()
+            await asyncio.wait({self._connecting})
+        if self._socket is not None:
+            await self._socket.close_async()
+        pending = await self.drain(self.settings.cancel_grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        if self.outbox.session is not None:
+            await self.outbox.session.close()
+
+    async def drain(self, grace: float | None = None) -> set[asyncio.Task[None]]:
+        """Wait for the inputs in flight (all of them, or for ``grace`` seconds); those left."""
+        if not self._tasks:
+            return set()
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+        return pending
+
+    def describe(self) -> str:
+        mode = "Socket Mode" if self.settings.slack_app_token else f"HTTP POST {EVENTS_PATH}"
+        return f"slack ({mode}; umbrella command {self._umbrella})"
+
+    async def _warm_up(self) -> None:
+        """auth.test before the first request, so that no ack waits for it."""
+        try:
+            await self._authorization()
+        except Exception as exc:  # retried on the first request
+            log.warning("Slack auth.test failed: %s", exc)
+
+    async def _authorization(self) -> AuthorizeResult:
+        if self._auth is None:
+            async with self._auth_lock:
+                if self._auth is None:
+                    response = await self.outbox.client.auth_test()
+                    self._auth = AuthorizeResult.from_auth_test_response(
+                        auth_test_response=response, bot_token=self._token
+                    )
+        return self._auth
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- HTTP ------------------------------------------------------------------------------
+
+    async def events(self, request: web.Request) -> web.Response:
+        """Events API, slash commands and interactivity: verified here, dispatched by bolt."""
+        raw = await request.read()
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return _error(400, "request body is not UTF-8")
+        if not self._signed(request, body):
+            return _error(401, "invalid or expired Slack signature")
+        try:
+            bolt_request = AsyncBoltRequest(
+                body=body, query=request.query_string, headers=dict(request.headers)
+            )
+        except Exception:
+            return _error(400, "malformed Slack payload")
+        response = await self.app.async_dispatch(bolt_request)
+        if response.status >= 500:  # bolt could not handle a signed but unexpected payload
+            log.warning("Slack payload not processed (%s)", response.status)
+            return _error(400, "unprocessable Slack payload")
+        return await to_aiohttp_response(response)
+
+    def _signed(self, request: web.Request, body: str) -> bool:
+        """Slack's v0 signature, at most five minutes old (compared in constant time)."""
+        try:
+            return self._verifier.is_valid(
+                body,
+                request.headers.get("X-Slack-Request-Timestamp"),
+                request.headers.get("X-Slack-Signature"),
+            )
+        except ValueError:  # a timestamp that is not a number
+            return False
+
+    # -- listeners -------------------------------------------------------------------------
+
+    def _listen(self, app: AsyncApp) -> None:
+        # Bolt injects arguments by parameter name, so listeners are plain functions.
+        @app.event("app_mention")
+        async def on_mention(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+            self._on_message(body, event, context.bot_user_id)
+
+        @app.event("message")
+        async def on_message(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
+            if event.get("channel_type") == "im":  # channel messages come as app_mention
+                self._on_message(body, event, context.bot_user_id)
+
+        @app.event(re.compile(".*"))
+        async def on_other_event() -> None:
+            """Acknowledged, so that Slack does not retry what this app does not handle."""
+
+        @app.command(re.compile(".*"))
+        async def on_command(ack: Any, command: dict[str, Any]) -> None:
+            await ack()
+            self._on_command(command)
+
+        @app.action(re.compile(f"^{PERMISSION_ACTION}:"))
+        async def on_permission(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+            await ack()
+            self._spawn(self._answer_permission(body, action))
+
+    def _first(self, *keys: str | None) -> bool:
+        """False when any of the keys was seen: a retried or doubly delivered event."""
+        fresh = True
+        for key in keys:
+            if key and not self._dedupe.first(key):
+                fresh = False
+        return fresh
+
+    def _on_message(
+        self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None
+    ) -> None:
+        user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+        if (
+            event.get("bot_id")
+            or event.get("subtype") not in _MESSAGE_SUBTYPES
+            or not user
+            or user == bot_user_id
+            or not channel
+            or not ts
+        ):
+            return
+        # A mention in a DM can come both as app_mention and as message: one run.
+        event_id = body.get("event_id")
+        if not self._first(event_id and f"event:{event_id}", f"message:{channel}:{ts}"):
+            return
+        text = normalize(str(event.get("text") or ""), bot_user_id)
+        if not text.strip():
+            return
+        thread = str(event.get("thread_ts") or ts)
+        team = event.get("team") or body.get("team_id")
+        target = Target(
+            channel=channel,
+            user=user,
+            conversation=f"{channel}:{thread}",
+            team=team,
+            thread_ts=thread,
+        )
+        self._spawn(self._handle(target, text, message_id=ts))
+
+    def _on_command(self, command: dict[str, Any]) -> None:
+        name = str(command.get("command") or "").lower()
+        channel, user = command.get("channel_id"), command.get("user_id")
+        if not name or not channel or not user:
+            return
+        text = normalize(str(command.get("text") or ""))
+        source = umbrella_source(text) if name == self._umbrella else command_source(name, text)
+        # Slash commands cannot be typed in threads: they share the channel's conversation.
+        target = Target(
+            channel=channel,
+            user=user,
+            conversation=channel,
+            team=command.get("team_id"),
+            response_url=command.get("response_url"),
+        )
+        self._spawn(self._handle(target, source, message_id=command.get("trigger_id")))
+
+    async def _handle(self, target: Target, text: str, message_id: str | None) -> None:
+        message = InboundMessage(
+            channel=self.name,
+            conversation=target.conversation,
+            user=target.user,
+            text=text,
+            message_id=message_id,
+            meta={"team": target.team},
+        )
+        sink = SlackSink(self.outbox, target)
+        try:
+            await self.gateway.handle(message, sink)
+        except Exception as exc:  # a bug in the pipeline still reaches the user, once
+            log.exception("handling a Slack message failed")
+            if not sink.finished:
+                failure = self.gateway.catalog.text("generic", None, str(exc) or type(exc).__name__)
+                await sink.final(Reply(failure, "generic"))
+        finally:
+            sink.close()
+
+    async def _answer_permission(self, body: dict[str, Any], action: dict[str, Any]) -> None:
+        try:
+            value = json.loads(str(action.get("value") or ""))
+            conversation, request_id, option_id = value["c"], value["r"], value["o"]
+        except (ValueError, KeyError, TypeError):
+            log.warning("a permission button with an unreadable value")
+            return
+        user = (body.get("user") or {}).get("id")
+        response_url = body.get("response_url")
+        if value.get("u") and user != value["u"]:
+            if response_url:
+                await respond(
+                    self.outbox.session,
+                    response_url,
+                    {
+                        "response_type": "ephemeral",
+                        "replace_original": False,
+                        "text": f"Only <@{value['u']}> can answer this request.",
+                    },
+                )
+            return
+        answered = await self.gateway.answer_permission(
+            self.name, conversation, request_id, option_id
+        )
+        title = str((body.get("message") or {}).get("text") or ":lock: Permission request")
+        choice = escape(str((action.get("text") or {}).get("text") or option_id))
+        outcome = f"*{choice}* (<@{user}>)" if answered else "no longer pending"
+        text = f"{title} — {outcome}"
+        if response_url:
+            body = {"replace_original": True, "text": text}
+            await respond(self.outbox.session, response_url, body)

@@ -1,0 +1,320 @@
+"""One input's replies rendered in Slack: streamed while the runtime writes, then the final
+reply chunked under Slack's limits; rejections of slash commands only for the one who typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import ClientSession
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from contract import Classification, ComposerInputMessage, utf16_len
+from gateway.events import PermissionOption, PermissionRequired, RuntimeEvent
+from gateway.inbound import Reply, ReplySink
+
+from .mrkdwn import TEXT_LIMIT, chunks, escape, to_mrkdwn
+from .web import respond
+
+log = logging.getLogger("slashgate.slack")
+
+STREAM_LIMIT = 12_000  # chat.startStream / appendStream: markdown_text per call
+PERMISSION_ACTION = "slashgate_permission"
+WARNING = ":warning: "
+# Errors after which the bot cannot post in a channel: fall back to the command's response_url.
+_CANNOT_POST = {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
+# Transient streaming errors; any other one means the workspace does not offer it.
+_TRANSIENT = {
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
+}
+
+
+@dataclass
+class Outbox:
+    """What every sink of the channel shares: the Web API client and streaming settings."""
+
+    client: AsyncWebClient
+    update_interval: float = 1.5  # chat.update is Tier 3 (about 50 a minute per channel)
+    native_streaming: bool = True  # chat.startStream works until Slack says otherwise
+    session: ClientSession | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where one input's replies go."""
+
+    channel: str
+    user: str
+    conversation: str
+    team: str | None = None
+    thread_ts: str | None = None  # None: the channel itself (slash commands)
+    response_url: str | None = None  # slash commands: ephemeral rejections, fallback posting
+
+
+def permission_blocks(event: PermissionRequired, target: Target) -> list[dict[str, Any]]:
+    """The request as a section and one button per option; the value carries the request."""
+    buttons = [_button(index, option, event, target) for index, option in enumerate(event.options)]
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f":lock: *{escape(event.title)}*"}},
+        {"type": "actions", "block_id": PERMISSION_ACTION, "elements": buttons[:25]},
+    ]
+
+
+def _button(
+    index: int, option: PermissionOption, event: PermissionRequired, target: Target
+) -> dict[str, Any]:
+    value = {
+        "c": target.conversation,
+        "r": event.request_id,
+        "o": option.option_id,
+        "u": target.user,
+    }
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": f"{PERMISSION_ACTION}:{index}",
+        "text": {"type": "plain_text", "text": option.name[:75] or option.option_id[:75]},
+        "value": json.dumps(value, separators=(",", ":")),
+    }
+    if option.kind.startswith("allow"):
+        button["style"] = "primary"
+    elif option.kind.startswith("reject"):
+        button["style"] = "danger"
+    return button
+
+
+def render(reply: Reply) -> list[str]:
+    """The reply as mrkdwn messages; a plain (non-slash) failure gets the warning prefix."""
+    text = to_mrkdwn(reply.text)
+    if reply.category is not None and not reply.slash:
+        text = WARNING + text
+    return chunks(text)
+
+
+class SlackSink(ReplySink):
+    def __init__(self, outbox: Outbox, target: Target) -> None:
+        self.outbox = outbox
+        self.target = target
+        self.finished = False
+        self._accepted = False
+        self._parts: list[str] = []
+        self._native = target.thread_ts is not None and outbox.native_streaming
+        self._stream_ts: str | None = None  # the chat.startStream message
+        self._streamed = 0  # characters of the Markdown already in that stream
+        self._stream_broken = False
+        self._message_ts: str | None = None  # the chat.update message
+        self._shown = ""  # Markdown the chat.update message shows
+        self._via_response_url = False  # the bot may not post in this channel
+        self._flusher: asyncio.Task[None] | None = None
+        self._waiting = False
+        self._closing = False
+        self._last_flush: float | None = None
+
+    # -- ReplySink -------------------------------------------------------------------------
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        self._accepted = True
+
+    async def delta(self, text: str) -> None:
+        self._parts.append(text)
+        if self._via_response_url:  # a response_url takes 5 messages: keep them for the reply
+            return
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush_loop())
+
+    async def event(self, event: RuntimeEvent) -> None:
+        if isinstance(event, PermissionRequired):
+            await self._post(
+                f":lock: {escape(event.title)}", blocks=permission_blocks(event, self.target)
+            )
+
+    async def final(self, reply: Reply) -> None:
+        self.finished = True
+        await self._settle()
+        if not self._accepted and reply.category is not None and self.target.response_url:
+            # A rejected slash command: only its author sees it, as Slack does for its own.
+            for text in render(reply)[:5]:
+                await respond(
+                    self.outbox.session,
+                    self.target.response_url,
+                    {"response_type": "ephemeral", "text": text},
+                )
+            return
+        if self._stream_ts is not None and await self._finish_stream(reply):
+            return
+        messages = render(reply)
+        if self._message_ts is not None and reply.category is None:
+            await self._update(self._message_ts, messages[0])
+            messages = messages[1:]
+        for text in messages:
+            await self._post(text)
+
+    def close(self) -> None:
+        """The input is over (even if it ended without a final reply): stop streaming."""
+        self._closing = True
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+
+    # -- streaming -------------------------------------------------------------------------
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing and self._dirty():
+            if self._last_flush is not None:
+                wait = self._last_flush + self.outbox.update_interval - loop.time()
+                if wait > 0:
+                    self._waiting = True
+                    try:
+                        await asyncio.sleep(wait)
+                    finally:
+                        self._waiting = False
+            try:
+                await (self._append() if self._native else self._preview())
+            except Exception:
+                log.warning("streaming a reply to %s failed", self.target.channel, exc_info=True)
+                return
+            finally:
+                self._last_flush = loop.time()
+
+    def _dirty(self) -> bool:
+        text = "".join(self._parts)
+        if self._native:
+            return not self._stream_broken and len(text) > self._streamed
+        return text != self._shown
+
+    async def _settle(self) -> None:
+        """Stop streaming before the final reply: cancel a wait, let an API call finish."""
+        self._closing = True
+        task = self._flusher
+        if task is not None and not task.done():
+            if self._waiting:
+                task.cancel()
+            await asyncio.wait({task})
+
+    async def _append(self) -> None:
+        text = "".join(self._parts)
+        pending = text[self._streamed :]
+        client = self.outbox.client
+        if self._stream_ts is None:
+            first = pending[:STREAM_LIMIT]
+            try:
+                recipient = self._needs_recipient()
+                response = await client.chat_startStream(
+                    channel=self.target.channel,
+                    thread_ts=self.target.thread_ts or "",
+                    markdown_text=first,
+                    recipient_user_id=self.target.user if recipient else None,
+                    recipient_team_id=self.target.team if recipient else None,
+                )
+            except SlackApiError as exc:
+                error = str(exc.response.get("error", ""))
+                if error not in _TRANSIENT:
+                    self.outbox.native_streaming = False
+                log.info("chat.startStream unavailable (%s); updating a message instead", error)
+                self._native = False
+                await self._preview()
+                return
+            self._stream_ts = str(response["ts"])
+            self._streamed += len(first)
+            pending = pending[len(first) :]
+        for start in range(0, len(pending), STREAM_LIMIT):
+            piece = pending[start : start + STREAM_LIMIT]
+            try:
+                await client.chat_appendStream(
+                    channel=self.target.channel, ts=self._stream_ts, markdown_text=piece
+                )
+            except SlackApiError:
+                self._stream_broken = True
+                raise
+            self._streamed += len(piece)
+
+    def _needs_recipient(self) -> bool:
+        """chat.startStream needs the recipient outside direct messages."""
+        return not self.target.channel.startswith("D") and bool(self.target.team)
+
+    async def _finish_stream(self, reply: Reply) -> bool:
+        """Close the stream; True when it now shows the whole reply."""
+        assert self._stream_ts is not None
+        streamed = "".join(self._parts)[: self._streamed]
+        complete = (
+            reply.category is None and not self._stream_broken and reply.text.startswith(streamed)
+        )
+        rest = reply.text[len(streamed) :] if complete else ""
+        pieces = [rest[i : i + STREAM_LIMIT] for i in range(0, len(rest), STREAM_LIMIT)] or [""]
+        client = self.outbox.client
+        try:
+            for piece in pieces[:-1]:
+                await client.chat_appendStream(
+                    channel=self.target.channel, ts=self._stream_ts, markdown_text=piece
+                )
+            await client.chat_stopStream(
+                channel=self.target.channel, ts=self._stream_ts, markdown_text=pieces[-1] or None
+            )
+        except SlackApiError:
+            log.warning("closing the stream in %s failed", self.target.channel, exc_info=True)
+            return False
+        return complete
+
+    async def _preview(self) -> None:
+        """chat.update fallback: one message showing the reply so far, cut to one chunk."""
+        markdown = "".join(self._parts)
+        rendered = to_mrkdwn(markdown)
+        if utf16_len(rendered) > TEXT_LIMIT:
+            rendered = chunks(rendered, TEXT_LIMIT - 2)[0] + " …"
+        if self._message_ts is None:
+            self._message_ts = await self._post(rendered, preview=True)
+            if self._message_ts is None:  # no message to update: the final reply says it all
+                self._closing = True
+        else:
+            await self._update(self._message_ts, rendered)
+        self._shown = markdown
+
+    # -- Web API ---------------------------------------------------------------------------
+
+    async def _post(
+        self, text: str, blocks: list[dict[str, Any]] | None = None, preview: bool = False
+    ) -> str | None:
+        """Post in the thread (or the channel); the message's ts, None if not through the API.
+        Where the bot may not post, a slash command's response_url takes the message instead,
+        except previews: it takes only five.
+        """
+        if not self._via_response_url:
+            try:
+                response = await self.outbox.client.chat_postMessage(
+                    channel=self.target.channel,
+                    text=text,
+                    thread_ts=self.target.thread_ts,
+                    blocks=blocks,
+                )
+                return str(response["ts"])
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                if error not in _CANNOT_POST or not self.target.response_url:
+                    log.warning("chat.postMessage to %s failed: %s", self.target.channel, error)
+                    return None
+                self._via_response_url = True
+        if preview:
+            return None
+        assert self.target.response_url is not None
+        body: dict[str, Any] = {"response_type": "in_channel", "text": text}
+        if blocks:
+            body["blocks"] = blocks
+        await respond(self.outbox.session, self.target.response_url, body)
+        return None
+
+    async def _update(self, ts: str, text: str) -> None:
+        try:
+            await self.outbox.client.chat_update(channel=self.target.channel, ts=ts, text=text)
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.warning("chat.update in %s failed: %s", self.target.channel, error)

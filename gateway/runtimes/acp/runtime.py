@@ -1,0 +1,259 @@
+"""The ACP runtime: one agent process (restarted when it dies), one ACP session per conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, Client, RequestError, spawn_agent_process
+from acp.client.connection import ClientSideConnection
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.schema import (
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from ...store import BoundedTTLMap
+from ..base import Runtime, RuntimeSession, UpdateListener
+from ..stdio import StderrPipe, program
+from .session import AcpSession
+
+log = logging.getLogger("slashgate.acp")
+
+AUTH_REQUIRED = -32000  # JSON-RPC error code of ``session/new`` when the agent wants authenticate
+INITIALIZE_TIMEOUT = 60.0
+EARLY_SESSIONS = 256  # session ids whose updates may wait for their session/new reply
+EARLY_UPDATES = 64  # updates kept per such session id
+EARLY_TTL = 120.0
+
+
+class _Client:
+    """The client side the agent calls back. One per agent process (``generation``)."""
+
+    def __init__(self, runtime: AcpRuntime, generation: int) -> None:
+        self._runtime = runtime
+        self._generation = generation
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        # No await before routing: the SDK runs every notification as its own task.
+        self._runtime.route(self._generation, session_id, update)
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        session = self._runtime.session(self._generation, session_id)
+        if session is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return await session.permission(tool_call, options)
+
+
+@dataclass
+class _Agent:
+    generation: int
+    conn: ClientSideConnection
+    process: asyncio.subprocess.Process
+    stack: AsyncExitStack
+    init: InitializeResponse
+
+    @property
+    def alive(self) -> bool:
+        # Its stdout at EOF is the first sign of a dead agent: the exit status comes later.
+        stdout = self.process.stdout
+        return self.process.returncode is None and not (stdout is not None and stdout.at_eof())
+
+
+class AcpRuntime(Runtime):
+    name = "acp"
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        cwd: Path = Path("."),
+        env: Mapping[str, str] | None = None,
+        auth_method: str | None = None,
+    ) -> None:
+        if not command:
+            raise ValueError(
+                'acp_command is empty: set the agent command, e.g. ["gemini", "--acp"]'
+            )
+        self._command = program(command)
+        self.cwd = cwd.expanduser().resolve()
+        # The SDK passes only a trimmed environment (PATH, HOME, ...) plus this.
+        self._env = dict(env or {})
+        self._auth_method = auth_method
+        self._lock = asyncio.Lock()
+        self._agent: _Agent | None = None
+        self._generation = 0
+        self._sessions: dict[str, AcpSession] = {}
+        self._early: BoundedTTLMap[list[Any]] = BoundedTTLMap(EARLY_SESSIONS, EARLY_TTL)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        caps = self._agent.init.agent_capabilities if self._agent else None
+        return caps.prompt_capabilities if caps else None
+
+    # -- the agent process ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.connection()
+
+    async def stop(self) -> None:
+        async with self._lock:
+            agent, self._agent = self._agent, None
+            if agent is not None:
+                await self._close(agent)
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def connection(self) -> tuple[ClientSideConnection, int]:
+        """The live connection and its generation; (re)starts the agent when there is none."""
+        async with self._lock:
+            agent = self._agent
+            if agent is None or not agent.alive:
+                if agent is not None:
+                    await self._close(agent)
+                agent = self._agent = await self._spawn()
+            return agent.conn, agent.generation
+
+    async def _spawn(self) -> _Agent:
+        self._generation += 1
+        generation = self._generation
+        self._sessions.clear()  # session ids of an earlier process mean nothing to this one
+        stack = AsyncExitStack()
+        stderr = StderrPipe()
+        try:
+            conn, process = await stack.enter_async_context(
+                spawn_agent_process(
+                    cast(Client, _Client(self, generation)),
+                    self._command[0],
+                    *self._command[1:],
+                    env=self._env,
+                    cwd=self.cwd,
+                    transport_kwargs={
+                        "limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
+                        "stderr": stderr.child_fd,
+                    },
+                )
+            )
+        except BaseException:
+            stderr.close()
+            await stack.aclose()
+            raise
+        stderr.started()
+        self._spawn_task(stderr.drain(log, f"acp agent {process.pid}"))
+        try:
+            init = await asyncio.wait_for(
+                conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(),
+                    client_info=Implementation(name="slashgate", version=version("slashgate")),
+                ),
+                INITIALIZE_TIMEOUT,
+            )
+        except BaseException:
+            await stack.aclose()
+            raise
+        agent = _Agent(generation, conn, process, stack, init)
+        self._spawn_task(self._watch(agent))
+        info = init.agent_info
+        log.info(
+            "ACP agent started (pid %s%s)",
+            process.pid,
+            f", {info.name} {info.version}" if info else "",
+        )
+        return agent
+
+    def _spawn_task(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _watch(self, agent: _Agent) -> None:
+        code = await agent.process.wait()
+        async with self._lock:
+            if self._agent is not agent:
+                return
+            self._agent = None
+            log.warning("ACP agent exited with code %s; it restarts on the next message", code)
+            await self._close(agent)
+
+    async def _close(self, agent: _Agent) -> None:
+        with contextlib.suppress(Exception):
+            await agent.stack.aclose()
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def new_session(self, conn: ClientSideConnection) -> NewSessionResponse:
+        """``session/new``, authenticating first when the agent answers auth-required."""
+        try:
+            return await conn.new_session(cwd=str(self.cwd), mcp_servers=[])
+        except RequestError as exc:
+            if exc.code != AUTH_REQUIRED:
+                raise
+        methods = [m.id for m in (self._agent.init.auth_methods if self._agent else None) or ()]
+        if self._auth_method is None:
+            raise RuntimeError(
+                f"the agent requires authentication: set acp_auth_method to one of {methods}"
+            )
+        await conn.authenticate(method_id=self._auth_method)
+        return await conn.new_session(cwd=str(self.cwd), mcp_servers=[])
+
+    def register(self, session: AcpSession) -> None:
+        assert session.session_id is not None
+        self._sessions[session.session_id] = session
+        for update in self._early.pop(session.session_id) or ():
+            session.on_update(update)
+
+    def unregister(self, session: AcpSession) -> None:
+        if session.session_id is not None and self._sessions.get(session.session_id) is session:
+            del self._sessions[session.session_id]
+
+    def session(self, generation: int, session_id: str) -> AcpSession | None:
+        return self._sessions.get(session_id) if generation == self._generation else None
+
+    def route(self, generation: int, session_id: str, update: Any) -> None:
+        """Hand an update to its session, or keep it until the session/new reply names it."""
+        if generation != self._generation:
+            return
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.on_update(update)
+            return
+        early = self._early.get(session_id)
+        if early is None:
+            early = []
+            self._early.set(session_id, early)
+        if len(early) < EARLY_UPDATES:
+            early.append(update)
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        session = AcpSession(self, key, updates)
+        try:
+            await session.connect()
+        except Exception:
+            # Not fatal here: the first turn retries and reports the failure to the user.
+            log.warning("could not open an ACP session for %s", key, exc_info=True)
+        return session
+
+    def describe(self) -> str:
+        info = self._agent.init.agent_info if self._agent else None
+        return f"acp ({info.name} {info.version})" if info else f"acp ({self._command[0]})"

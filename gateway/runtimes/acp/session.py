@@ -1,0 +1,216 @@
+"""One conversation's ACP session: prompts, cancel, permissions, modes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from acp.schema import (
+    AllowedOutcome,
+    AvailableCommandsUpdate,
+    CurrentModeUpdate,
+    DeniedOutcome,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+from acp.schema import PermissionOption as AcpPermissionOption
+
+from contract import categorize
+
+from ...events import (
+    ErrorEvent,
+    MessageEnd,
+    PermissionOption,
+    PermissionRequired,
+    RuntimeEvent,
+    SessionUpdated,
+)
+from ..base import RuntimeSession, Turn, UpdateListener
+from .mapping import command, modes, prompt_blocks, turn_events
+
+if TYPE_CHECKING:
+    from acp.client.connection import ClientSideConnection
+
+    from .runtime import AcpRuntime
+
+log = logging.getLogger("slashgate.acp")
+
+AGENT_STOPPED = "the agent process stopped; it is restarted for the next message"
+CANCEL_TIMEOUT = 5.0
+
+
+def error_text(exc: BaseException) -> str:
+    """A one-line description of a failure for the user (JSON-RPC details included)."""
+    if isinstance(exc, ConnectionError):
+        return AGENT_STOPPED
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, RequestError) and isinstance(exc.data, dict):
+        details = exc.data.get("details") or exc.data.get("message")
+        if isinstance(details, str) and details and details not in text:
+            text = f"{text}: {details}"
+    return text
+
+
+def _failure(exc: BaseException) -> ErrorEvent:
+    text = error_text(exc)
+    return ErrorEvent("generic" if isinstance(exc, ConnectionError) else categorize(text), text)
+
+
+class AcpSession(RuntimeSession):
+    def __init__(self, runtime: AcpRuntime, key: str, updates: UpdateListener) -> None:
+        self.runtime = runtime
+        self.key = key
+        self.session_id: str | None = None
+        self._updates = updates
+        self._generation = -1
+        self._conn: ClientSideConnection | None = None
+        self._queue: asyncio.Queue[RuntimeEvent | None] | None = None
+        self._permissions: dict[str, tuple[asyncio.Future[str | None], frozenset[str]]] = {}
+        self._prompts: set[asyncio.Future[None]] = set()  # in flight, possibly past their turn
+        self._listed = False  # a non-empty command list came (after it, empty withdraws all)
+
+    # -- the ACP session ------------------------------------------------------------------
+
+    async def connect(self) -> ClientSideConnection:
+        """The live connection, with this conversation's ACP session on it (new after a restart)."""
+        conn, generation = await self.runtime.connection()
+        if generation == self._generation and self.session_id is not None:
+            return conn
+        response = await self.runtime.new_session(conn)
+        self.session_id, self._generation, self._conn = response.session_id, generation, conn
+        self.runtime.register(self)  # replays the updates that came before the reply, in order
+        if response.modes is not None:
+            self._updates(modes(response.modes))
+        return conn
+
+    def on_update(self, update: Any) -> None:
+        """One ``session/update``. Synchronous on purpose: the SDK runs each notification as its
+        own task, so queueing before any await is what keeps the agent's order.
+        """
+        if isinstance(update, AvailableCommandsUpdate):
+            commands = tuple(command(c) for c in update.available_commands)
+            if not commands and not self._listed:
+                return  # an empty first list is no answer yet: the gateway waits for the real one
+            self._listed = True
+            self._updates(
+                SessionUpdated(commands=commands, capabilities={"supports_commands": True})
+            )
+        elif isinstance(update, CurrentModeUpdate):
+            self._updates(SessionUpdated(current_mode=update.current_mode_id))
+        elif self._queue is not None:
+            for event in turn_events(update):
+                self._queue.put_nowait(event)
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        try:
+            conn = await self.connect()
+        except Exception as exc:
+            log.warning("no ACP session for %s: %s", self.key, error_text(exc))
+            yield _failure(exc)
+            return
+        assert self.session_id is not None
+        session_id = self.session_id
+        queue: asyncio.Queue[RuntimeEvent | None] = asyncio.Queue()
+        self._queue = queue
+        blocks = prompt_blocks(turn, self.runtime.cwd, self.runtime.prompt_capabilities)
+        prompt = asyncio.ensure_future(self._prompt(conn, session_id, blocks, queue))
+        self._prompts.add(prompt)
+        prompt.add_done_callback(self._prompts.discard)
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if self._queue is queue:
+                self._queue = None
+            self._deny_pending()
+            if not prompt.done():
+                # The gateway stopped reading before the turn ended (its deadline, shutdown):
+                # stop the agent too. The prompt request ends when the agent answers it.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_TIMEOUT)
+
+    async def _prompt(
+        self,
+        conn: ClientSideConnection,
+        session_id: str,
+        blocks: list[Any],
+        queue: asyncio.Queue[RuntimeEvent | None],
+    ) -> None:
+        try:
+            response = await conn.prompt(session_id=session_id, prompt=blocks)
+            queue.put_nowait(MessageEnd(response.stop_reason))
+        except Exception as exc:
+            log.warning("prompt failed in %s: %s", self.key, error_text(exc))
+            queue.put_nowait(_failure(exc))
+        finally:
+            queue.put_nowait(None)
+
+    async def cancel(self) -> None:
+        self._deny_pending()  # the protocol wants pending permission requests answered cancelled
+        if self._queue is None or self._conn is None or self.session_id is None:
+            return
+        with contextlib.suppress(ConnectionError):
+            await self._conn.cancel(session_id=self.session_id)
+
+    # -- permissions ----------------------------------------------------------------------
+
+    async def permission(
+        self, tool_call: ToolCallUpdate, options: list[AcpPermissionOption]
+    ) -> RequestPermissionResponse:
+        """Ask the user through the turn's event stream; no turn running means cancelled."""
+        queue = self._queue
+        if queue is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        request_id = uuid.uuid4().hex[:16]
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._permissions[request_id] = (future, frozenset(o.option_id for o in options))
+        queue.put_nowait(
+            PermissionRequired(
+                request_id,
+                tool_call.title or "The agent asks for permission",
+                tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options),
+            )
+        )
+        try:
+            choice = await future
+        finally:
+            self._permissions.pop(request_id, None)
+        if choice is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=choice)
+        )
+
+    async def answer_permission(self, request_id: str, option_id: str | None) -> bool:
+        entry = self._permissions.get(request_id)
+        if entry is None or entry[0].done():
+            return False
+        future, offered = entry
+        if option_id is not None and option_id not in offered:
+            return False
+        future.set_result(option_id)
+        return True
+
+    def _deny_pending(self) -> None:
+        for future, _ in self._permissions.values():
+            if not future.done():
+                future.set_result(None)
+
+    # -- modes and lifecycle --------------------------------------------------------------
+
+    async def set_mode(self, mode_id: str) -> None:
+        conn = await self.connect()
+        assert self.session_id is not None
+        await conn.set_session_mode(session_id=self.session_id, mode_id=mode_id)
+        self._updates(SessionUpdated(current_mode=mode_id))
+
+    async def close(self) -> None:
+        await self.cancel()
+        self.runtime.unregister(self)

@@ -1,0 +1,81 @@
+"""The Electric Agents runtime: one entity per conversation on an Electric Agents server."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import aiohttp
+
+from contract import Command
+
+from ...config import Settings
+from ...events import SessionUpdated
+from ...state import StateStore, open_store
+from ..base import Runtime, RuntimeSession, UpdateListener
+from .client import ElectricClient
+from .ids import check_prefix, entity_id, generation_id
+from .session import ElectricSession
+from .wire import ElectricError
+
+log = logging.getLogger("slashgate.electric")
+
+# principal.ts: `<kind>:<id>`, kind one of four, id non-empty without "/".
+_PRINCIPAL = re.compile(r"(user|agent|service|system):[^/\s]+")
+
+
+class ElectricRuntime(Runtime):
+    name = "electric"
+    strict_names = True  # the server answers 422 to slash_command names outside STRICT_NAME
+
+    def __init__(self, settings: Settings, store: StateStore | None = None) -> None:
+        self.settings = settings
+        self.prefix = check_prefix(settings.electric_id_prefix)
+        principal = settings.electric_principal
+        if principal is not None and not _PRINCIPAL.fullmatch(principal):
+            raise ValueError(
+                f"electric_principal {principal!r} must be <user|agent|service|system>:<id> "
+                "with no '/' in the id"
+            )
+        self.client = ElectricClient(settings.electric_url, principal)
+        self.store = store or open_store(settings)
+        self._owns_store = store is None
+        self.static: tuple[Command, ...] | None = None  # the type's list, as last read
+
+    async def start(self) -> None:
+        await self.store.open()
+        await self.client.start()
+
+    async def stop(self) -> None:
+        await self.client.close()
+        if self._owns_store:
+            await self.store.close()
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        generation = await self.store.get(self.generation_key(key)) or 0
+        ident = generation_id(entity_id(self.prefix, key), generation)
+        session = ElectricSession(self, key, ident, updates)
+        try:
+            await session.ensure()
+        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            # The first turn tries again and tells the user why it cannot run; meanwhile the
+            # type's commands still classify as commands (not as unknown ones).
+            log.warning("cannot open the entity for %s yet: %s", key, exc)
+            if self.static is not None:
+                updates(SessionUpdated(commands=self.static))
+        return session
+
+    def generation_key(self, key: str) -> str:
+        return f"electric:generation:{self.prefix}:{key}"
+
+    async def static_commands(self) -> tuple[Command, ...] | None:
+        try:
+            entity_type = await self.client.entity_type(self.settings.electric_entity_type)
+        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("no static commands from %s: %s", self.client.shown, exc)
+            return None
+        self.static = tuple(c.command() for c in entity_type.slash_commands or ())
+        return self.static
+
+    def describe(self) -> str:
+        return f"electric ({self.client.shown}, entity type {self.settings.electric_entity_type})"

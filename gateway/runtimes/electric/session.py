@@ -1,0 +1,332 @@
+"""One conversation = one entity: a stream reader that keeps the inventory current and feeds
+the turn in flight, which sends the composer_input and ends when its run completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import aiohttp
+
+from contract import Category, categorize
+
+from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
+from ..base import RuntimeSession, Turn, UpdateListener
+from .ids import user_principal
+from .inventory import Inventory
+from .stream import START, Batch
+from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
+
+if TYPE_CHECKING:
+    from .runtime import ElectricRuntime
+
+log = logging.getLogger("slashgate.electric")
+
+# How the runtime's finish_reason reads as a unified stop reason.
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "aborted": "cancelled",
+    "cancelled": "cancelled",
+    "length": "max_tokens",
+    "max_tokens": "max_tokens",
+    "content-filter": "refusal",
+    "refusal": "refusal",
+}
+# Write access for the gateway's users, granted when the gateway creates an entity: the
+# server lets only an entity's creator or a grantee write to it (permissions.ts).
+USER_GRANTS = [{"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}]
+BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+
+
+def http_failure(exc: ElectricError) -> ErrorEvent:
+    """A refused request as the user's failure. The category comes from the status and code,
+    never from the message (``Entity not found`` is no unknown command): a fork in progress
+    passes (busy); everything else, 409 NOT_RUNNING included (a stopped entity stays
+    stopped), is generic with the server's message.
+    """
+    category: Category = "busy" if exc.code == FORK_IN_PROGRESS else "generic"
+    return ErrorEvent(category, exc.describe())
+
+
+def network_failure(base: str, exc: BaseException) -> ErrorEvent:
+    detail = str(exc) or type(exc).__name__
+    return ErrorEvent("generic", f"cannot reach the Electric Agents server at {base} ({detail})")
+
+
+@dataclass(slots=True)
+class _Turn:
+    """The run answering one send: the first run after our inbox event."""
+
+    key: str
+    events: asyncio.Queue[RuntimeEvent] = field(default_factory=asyncio.Queue)
+    inbox_seen: bool = False
+    run_id: str | None = None
+    text_id: str | None = None
+    error: ErrorEvent | None = None
+    done: bool = False
+
+    def finish(self, event: RuntimeEvent) -> None:
+        if not self.done:
+            self.done = True
+            self.events.put_nowait(event)
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind, key = event.get("type"), event.get("key")
+        value = event.get("value")
+        value = value if isinstance(value, dict) else {}
+        if kind == "inbox":
+            self.inbox_seen = self.inbox_seen or key == self.key
+        elif not self.inbox_seen or self.done:
+            return
+        elif kind == "run":
+            self._run(key, value, (event.get("headers") or {}).get("operation"))
+        elif kind == "text_delta":
+            if self.run_id is not None and value.get("run_id") == self.run_id:
+                self._delta(value)
+        elif kind == "error":
+            self._error(value)
+
+    def _run(self, key: Any, value: dict[str, Any], operation: Any) -> None:
+        if self.run_id is None:
+            if operation == "insert" and isinstance(key, str):
+                self.run_id = key
+            return
+        status = value.get("status")
+        if key != self.run_id or status not in ("completed", "failed"):
+            return
+        reason = str(value.get("finish_reason") or "")
+        if status == "failed":
+            self.finish(self.error or ErrorEvent(categorize(reason), f"the run failed ({reason})"))
+        else:
+            self.finish(MessageEnd(_STOP_REASONS.get(reason, "end_turn")))
+
+    def _delta(self, value: dict[str, Any]) -> None:
+        delta, text_id = value.get("delta"), value.get("text_id")
+        if not isinstance(delta, str) or not delta:
+            return
+        if self.text_id is not None and text_id != self.text_id:
+            self.events.put_nowait(MessageDelta("\n\n"))  # a new message of the same run
+        self.text_id = text_id
+        self.events.put_nowait(MessageDelta(delta))
+
+    def _error(self, value: dict[str, Any]) -> None:
+        message = str(value.get("message") or value.get("error_code") or "")
+        error = ErrorEvent(categorize(message), message or "failed")
+        run_id = value.get("run_id")
+        if run_id is None or value.get("error_code") == HANDLER_FAILED:
+            self.finish(error)  # the handler or the wake failed: no run will end it
+        elif run_id == self.run_id:
+            self.error = error  # decides the outcome if the run then fails
+
+
+class ElectricSession(RuntimeSession):
+    def __init__(
+        self, runtime: ElectricRuntime, key: str, entity_id: str, updates: UpdateListener
+    ) -> None:
+        self.runtime = runtime
+        self.key = key
+        self.entity_id = entity_id
+        self._updates = updates
+        self._entity: Entity | None = None
+        self._inventory = Inventory()
+        self._offset = START
+        self._dirty = False  # the offset applied is newer than the one saved
+        self._reader: asyncio.Task[None] | None = None
+        self._turn: _Turn | None = None
+        self._ready = asyncio.Lock()
+
+    @property
+    def state_key(self) -> str:
+        return f"electric:stream:{self.runtime.settings.electric_entity_type}/{self.entity_id}"
+
+    # -- the entity and its stream ---------------------------------------------------------
+
+    async def ensure(self) -> None:
+        """Create (or find) the entity and start reading its stream; raises on failure."""
+        async with self._ready:
+            if self._reader is not None:
+                return
+            client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
+            entity = await client.create_entity(type_name, self.entity_id, {"grants": USER_GRANTS})
+            try:
+                declared = (await client.entity_type(type_name)).slash_commands or []
+                self.runtime.static = tuple(c.command() for c in declared)
+            except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
+            saved = await self.runtime.store.get(self.state_key)
+            if _matches(saved, self.runtime.client.shown, entity.streams.main):
+                self._offset = str(saved["offset"])
+                rows = Inventory.restore(saved.get("commands"))
+            else:
+                self._offset, rows = START, []
+            self._entity = entity
+            self._inventory = Inventory(self.runtime.static or (), rows)
+            self._reader = asyncio.create_task(self._read(entity.streams.main))
+
+    async def _read(self, stream_path: str) -> None:
+        """Follow the stream for good. The inventory is first reported once caught up (not
+        at each step of a long history; after a restart, with what changed meanwhile), then
+        at every change. Should reading fail before that, the saved inventory is reported.
+        """
+        backoff = BACKOFF_FIRST
+        reported = False
+        while True:
+            try:
+                live = self.runtime.settings.electric_live
+                async for batch in self.runtime.client.read(stream_path, self._offset, live):
+                    changed = await self._apply(batch)
+                    if (changed and reported) or (batch.up_to_date and not reported):
+                        reported = True
+                        self._report()
+                    backoff = BACKOFF_FIRST
+                    if batch.closed:
+                        self._stream_closed()
+                        return
+            except ElectricError as exc:
+                if exc.status == 410:  # retention dropped our offset: read all that is left
+                    log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
+                    self._offset = START
+                    self._inventory.clear()
+                    continue
+                log.warning("reading %s failed: %s", stream_path, exc)
+            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                log.warning("reading %s failed: %s; resuming at %s", stream_path, exc, self._offset)
+            except Exception:  # a bug here must not leave turns waiting for a dead reader
+                log.exception("reading %s failed; resuming at %s", stream_path, self._offset)
+            if not reported and self._offset != START:
+                reported = True
+                self._report()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    async def _apply(self, batch: Batch) -> bool:
+        """Apply one batch in order, then save the offset with the inventory it produced."""
+        changed = False
+        for event in batch.events:
+            if event.get("type") == "slash_command":
+                changed = self._inventory.apply(event) or changed
+            elif self._turn is not None:
+                self._turn.feed(event)
+        if batch.offset != self._offset or changed:
+            self._offset = batch.offset
+            self._dirty = True
+            await self._save()
+        return changed
+
+    async def _save(self) -> None:
+        if not self._dirty or self._entity is None:
+            return
+        self._dirty = False
+        try:
+            await self.runtime.store.set(
+                self.state_key,
+                {
+                    "server": self.runtime.client.shown,
+                    "stream": self._entity.streams.main,
+                    "offset": self._offset,
+                    "commands": self._inventory.snapshot(),
+                },
+            )
+        except BaseException:
+            self._dirty = True  # cancelled or failed: ``close`` saves it
+            raise
+
+    def _report(self) -> None:
+        self._updates(
+            SessionUpdated(
+                commands=self._inventory.commands(), capabilities={"supports_commands": True}
+            )
+        )
+
+    def _stream_closed(self) -> None:
+        log.info("the stream of %s is closed (the entity stopped)", self.entity_id)
+        if self._turn is not None:
+            self._turn.finish(ErrorEvent("generic", "the agent's entity was stopped"))
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        client = self.runtime.client
+        try:
+            await self.ensure()
+        except ElectricError as exc:
+            yield http_failure(exc)
+            return
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            yield network_failure(client.shown, exc)
+            return
+        state = _Turn(f"slashgate-{uuid.uuid4().hex}")
+        self._turn = state  # before the send: its events may arrive before the answer does
+        message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
+        try:
+            try:
+                await client.send(
+                    self.runtime.settings.electric_entity_type,
+                    self.entity_id,
+                    message,
+                    principal=user_principal(turn.user),
+                )
+            except ElectricError as exc:
+                yield http_failure(exc)
+                return
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                yield network_failure(client.shown, exc)
+                return
+            while True:
+                event = await state.events.get()
+                yield event
+                if isinstance(event, (MessageEnd, ErrorEvent)):
+                    return
+        finally:
+            # A turn left before its run ended (the deadline, shutdown) stays known until the
+            # next one, so that ``cancel`` still interrupts the agent.
+            if self._turn is state and state.done:
+                self._turn = None
+
+    async def cancel(self) -> None:
+        state = self._turn
+        if state is None or state.done:
+            return
+        try:
+            await self.runtime.client.signal(
+                self.runtime.settings.electric_entity_type, self.entity_id, "SIGINT"
+            )
+        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("SIGINT to %s failed: %s", self.entity_id, exc)
+        # The aborted run's end may never be told apart from later runs: stop here.
+        state.finish(MessageEnd("cancelled"))
+
+    async def reset(self) -> None:
+        """``/new``: the next open of this conversation uses a new entity (a fresh agent)."""
+        await self.close()
+        key = self.runtime.generation_key(self.key)
+        await self.runtime.store.set(key, (await self.runtime.store.get(key) or 0) + 1)
+
+    async def close(self) -> None:
+        if self._turn is not None:
+            self._turn.finish(MessageEnd("cancelled"))
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        try:
+            await self._save()  # what was applied is what a restart resumes after
+        except Exception:
+            log.exception("cannot save the stream offset of %s", self.entity_id)
+
+
+def _matches(saved: Any, server: str, stream_path: str) -> TypeGuard[dict[str, Any]]:
+    """A saved position of this very stream (not of another server or an older entity)."""
+    return (
+        isinstance(saved, dict)
+        and saved.get("server") == server
+        and saved.get("stream") == stream_path
+        and isinstance(saved.get("offset"), str)
+    )

@@ -1,0 +1,143 @@
+"""The pi runtime: a bounded pool of ``pi --mode rpc`` processes, one per active conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..base import Runtime, RuntimeSession, UpdateListener
+from ..stdio import program
+from .process import PiProcess
+from .session import PiSession, PiUnavailable
+
+log = logging.getLogger("slashgate.pi")
+
+
+class PiRuntime(Runtime):
+    name = "pi"
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        cwd: Path = Path("."),
+        env: Mapping[str, str] | None = None,
+        pool_size: int = 8,
+        idle_ttl: float = 600.0,
+    ) -> None:
+        if not command:
+            raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
+        self._command = program(command)
+        self.cwd = cwd.expanduser().resolve()
+        self._env = dict(env or {})
+        self.pool_size = pool_size
+        self.idle_ttl = idle_ttl
+        self._live: OrderedDict[str, PiSession] = OrderedDict()  # holders of a process, LRU first
+        self._starting = 0
+        self._lock = asyncio.Lock()
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def processes(self) -> int:
+        """Live pi processes (at most ``pool_size``)."""
+        return sum(1 for s in self._live.values() if s.process is not None and s.process.alive)
+
+    def process_of(self, key: str) -> PiProcess | None:
+        """The live process of a conversation, if it has one."""
+        session = self._live.get(key)
+        return session.process if session is not None else None
+
+    async def start(self) -> None:
+        self._reaper = asyncio.ensure_future(self._reap())
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        async with self._lock:
+            sessions = list(self._live.values())
+            self._live.clear()
+        await asyncio.gather(*(self._retire(s) for s in sessions), return_exceptions=True)
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        session = PiSession(self, key, updates)
+        try:
+            await self.acquire(session)  # early, so that its commands are known before input
+        except Exception as exc:
+            log.warning("no pi process for %s yet: %s", key, exc)  # the first turn retries
+        return session
+
+    # -- the pool -------------------------------------------------------------------------
+
+    async def acquire(self, session: PiSession) -> PiProcess:
+        """The session's process, started if needed; an idle one is retired to make room."""
+        async with self._lock:
+            process = session.process
+            if process is not None and process.alive:
+                self._live.move_to_end(session.key)
+                return process
+            self._live.pop(session.key, None)
+            session.process = None
+            victim = None
+            if len(self._live) + self._starting >= self.pool_size:
+                victim = next((s for s in self._live.values() if not s.busy), None)
+                if victim is None:
+                    raise PiUnavailable(f"all {self.pool_size} pi processes are busy")
+                del self._live[victim.key]
+            self._starting += 1
+        try:
+            if victim is not None:
+                await self._retire(victim)
+            process = PiProcess(self._command, self.cwd, self._env)
+            await process.start()
+            try:
+                await session.attach(process)
+            except BaseException:
+                session.process = None
+                await process.close()
+                raise
+            log.info("pi started for %s (pid %s)", session.key, process.pid)
+        finally:
+            async with self._lock:
+                self._starting -= 1
+        async with self._lock:
+            self._live[session.key] = session
+        return process
+
+    async def release(self, session: PiSession) -> None:
+        async with self._lock:
+            if self._live.get(session.key) is session:
+                del self._live[session.key]
+        await self._retire(session)
+
+    async def _retire(self, session: PiSession) -> None:
+        process, session.process = session.process, None
+        if process is not None:
+            await process.close()
+
+    async def _reap(self) -> None:
+        """Stop processes idle for ``idle_ttl``; their conversations resume in a new one."""
+        interval = min(max(self.idle_ttl / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            async with self._lock:
+                idle = [
+                    s
+                    for s in self._live.values()
+                    if not s.busy
+                    and (s.process is None or now - s.process.last_used >= self.idle_ttl)
+                ]
+                for session in idle:
+                    del self._live[session.key]
+            for session in idle:
+                log.info("pi for %s idle for %.0fs: stopping it", session.key, self.idle_ttl)
+                await self._retire(session)
+
+    def describe(self) -> str:
+        return f"pi ({' '.join(self._command)})"

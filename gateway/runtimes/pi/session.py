@@ -1,0 +1,374 @@
+"""One conversation's pi session: a turn is a ``prompt`` followed until pi is idle again."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from contract import Command, categorize
+
+from ...events import (
+    ErrorEvent,
+    MessageDelta,
+    MessageEnd,
+    PermissionOption,
+    PermissionRequired,
+    RuntimeEvent,
+    SessionUpdated,
+    StatusChanged,
+    ToolEnd,
+    ToolRunning,
+    ToolStart,
+)
+from ..base import RuntimeSession, Turn, UpdateListener
+from .process import Event, PiProcess, PiStopped
+
+if TYPE_CHECKING:
+    from .runtime import PiRuntime
+
+log = logging.getLogger("slashgate.pi")
+
+REQUEST_TIMEOUT = 30.0  # for quick commands (get_state, get_commands, abort)
+PI_STOPPED = "pi stopped; it is started again for the next message"
+_STOP_REASONS = {"aborted": "cancelled", "length": "max_tokens"}
+
+
+class PiUnavailable(Exception):
+    """No pi process for this conversation: every one the pool allows is running a turn."""
+
+
+@dataclass
+class _Turn:
+    """What the events of one turn tell: pi is idle again when none of these is pending."""
+
+    queue: asyncio.Queue[RuntimeEvent | None] = field(default_factory=asyncio.Queue)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    running: bool = False  # between agent_start and agent_end
+    retrying: bool = False  # between auto_retry_start and the retry's start (or its end)
+    cancelled: bool = False
+    text: bool = False  # some reply text was shown
+    last: dict[str, Any] | None = None  # the last assistant message of the last run
+    error: str | None = None  # an extension error, or a retry's final failure
+    stopped: bool = False  # the process exited
+    ended: bool = False  # the turn's last event (end or error) is queued
+
+    def end(self, event: RuntimeEvent) -> None:
+        self.ended = True
+        self.queue.put_nowait(event)
+
+    def show(self, text: str) -> None:
+        if text:
+            self.queue.put_nowait(MessageDelta(text))
+            self.text = True
+
+
+def pi_message(turn: Turn) -> str:
+    """The prompt text. A command goes by its canonical name: pi matches names case-sensitively
+    and sends anything it does not know to the model.
+    """
+    if turn.command is not None:
+        return f"/{turn.command} {turn.args}".rstrip()
+    return turn.message.payload.source
+
+
+def pi_images(turn: Turn) -> list[dict[str, str]]:
+    return [
+        {
+            "type": "image",
+            "data": base64.b64encode(a.data).decode("ascii"),
+            "mimeType": a.media_type,
+        }
+        for a in turn.attachments
+        if a.data is not None and a.media_type.startswith("image/")
+    ]
+
+
+def pi_commands(data: Any) -> tuple[Command, ...]:
+    """``get_commands``: extension commands, prompt templates and skills (``skill:`` kept)."""
+    entries = data.get("commands", []) if isinstance(data, dict) else []
+    return tuple(
+        Command(name=c["name"], description=c.get("description") or "")
+        for c in entries
+        if isinstance(c, dict) and isinstance(c.get("name"), str) and c["name"]
+    )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return ""
+
+
+def _last_assistant(messages: Any) -> dict[str, Any] | None:
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return message
+    return None
+
+
+class PiSession(RuntimeSession):
+    def __init__(self, runtime: PiRuntime, key: str, updates: UpdateListener) -> None:
+        self.runtime = runtime
+        self.key = key
+        self.process: PiProcess | None = None
+        self.session_file: str | None = None  # pi's own session, resumed by a new process
+        self._updates = updates
+        self._turn: _Turn | None = None
+        self._dialogs: dict[str, tuple[str, str, list[str]]] = {}  # ours -> (pi id, method, opts)
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None
+
+    # -- the process ----------------------------------------------------------------------
+
+    async def attach(self, process: PiProcess) -> None:
+        """A fresh process for this conversation: resume its pi session, report its commands."""
+        process.listener = self._on_event
+        self.process = process
+        if self.session_file:
+            await process.request(
+                {"type": "switch_session", "sessionPath": self.session_file}, REQUEST_TIMEOUT
+            )
+        await self.refresh_commands()
+
+    async def refresh_commands(self) -> None:
+        if self.process is None:
+            return
+        response = await self.process.request({"type": "get_commands"}, REQUEST_TIMEOUT)
+        if response.get("success"):
+            commands = pi_commands(response.get("data"))
+            self._updates(
+                SessionUpdated(commands=commands, capabilities={"supports_commands": True})
+            )
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        state = _Turn()
+        self._turn = state
+        try:
+            try:
+                process = await self.runtime.acquire(self)
+            except PiUnavailable as exc:
+                yield ErrorEvent("busy", str(exc))
+                return
+            except Exception as exc:
+                log.warning("could not start pi for %s: %s", self.key, exc)
+                yield ErrorEvent("generic", f"could not start pi ({exc})")
+                return
+            driver = asyncio.ensure_future(self._drive(process, turn, state))
+            try:
+                while (event := await state.queue.get()) is not None:
+                    yield event
+            finally:
+                if not driver.done():
+                    driver.cancel()
+                if not state.ended:
+                    # The gateway stopped reading before the turn ended (its deadline,
+                    # shutdown): stop pi too, or the next prompt finds it still busy.
+                    await self._abort(process)
+        finally:
+            self._turn = None
+            self._cancel_dialogs()
+            if self.process is not None:
+                self.process.last_used = time.monotonic()
+
+    async def _drive(self, process: PiProcess, turn: Turn, state: _Turn) -> None:
+        """Send the prompt, then follow pi until it is idle; the last event says how it ended."""
+        try:
+            command: Event = {"type": "prompt", "message": pi_message(turn)}
+            if images := pi_images(turn):
+                command["images"] = images
+            response = await process.request(command)
+            if not response.get("success"):
+                error = str(response.get("error") or "pi refused the prompt")
+                state.end(ErrorEvent(categorize(error), error))
+                return
+            await self._settle(process, state)
+            with contextlib.suppress(Exception):
+                await self.refresh_commands()  # /reload and extensions may change them
+            state.end(self._ending(state))
+        except PiStopped:
+            state.end(ErrorEvent("generic", PI_STOPPED))
+        except Exception as exc:
+            log.exception("pi turn failed in %s", self.key)
+            text = str(exc) or type(exc).__name__
+            state.end(ErrorEvent(categorize(text), text))
+        finally:
+            state.queue.put_nowait(None)
+
+    async def _settle(self, process: PiProcess, state: _Turn) -> None:
+        """Wait until pi is idle: no run, retry or compaction pending. ``get_state`` doubles as
+        a barrier: what pi wrote before answering it (an auto_retry_start right after an
+        agent_end, say) has been read by then.
+        """
+        while True:
+            state.changed.clear()
+            reply = await process.request({"type": "get_state"}, REQUEST_TIMEOUT)
+            data = reply.get("data") if isinstance(reply.get("data"), dict) else {}
+            assert isinstance(data, dict)
+            if isinstance(data.get("sessionFile"), str):
+                self.session_file = data["sessionFile"]
+            busy = data.get("isStreaming") or data.get("isCompacting")
+            if state.stopped:
+                raise PiStopped("pi stopped")
+            if not (busy or state.running or state.retrying):
+                return
+            await state.changed.wait()
+
+    def _ending(self, state: _Turn) -> RuntimeEvent:
+        last = state.last or {}
+        reason = last.get("stopReason")
+        if state.cancelled or reason == "aborted":
+            return MessageEnd("cancelled")
+        if reason == "error" or (state.error and not state.text):
+            error = str(last.get("errorMessage") or state.error or "pi failed")
+            return ErrorEvent(categorize(error), error)
+        return MessageEnd(_STOP_REASONS.get(str(reason), "end_turn"))
+
+    # -- pi's events ----------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        """Synchronous, in pi's order."""
+        state = self._turn
+        kind = event.get("type")
+        if kind == "extension_ui_request":
+            self._ui_request(event, state)
+            return
+        if state is None:
+            return
+        if kind == "process_exit":
+            state.stopped = True
+        elif kind == "agent_start":
+            state.running, state.retrying = True, False
+        elif kind == "agent_end":
+            state.running = False
+            state.last = _last_assistant(event.get("messages"))
+        elif kind == "message_update":
+            delta = event.get("assistantMessageEvent") or {}
+            if delta.get("type") == "text_delta":
+                state.show(str(delta.get("delta", "")))
+            return
+        elif kind == "message_end":
+            message = event.get("message") or {}
+            if message.get("role") == "custom" and message.get("display"):
+                state.show(_text(message.get("content")))  # an extension's message to the user
+            return
+        elif kind == "tool_execution_start":
+            title = str(event.get("toolName", "tool"))
+            state.queue.put_nowait(ToolStart(str(event.get("toolCallId")), title))
+            return
+        elif kind == "tool_execution_update":
+            state.queue.put_nowait(ToolRunning(str(event.get("toolCallId")), event.get("toolName")))
+            return
+        elif kind == "tool_execution_end":
+            result = event.get("result") or {}
+            output = _text(result.get("content") if isinstance(result, dict) else None) or None
+            tool_id = str(event.get("toolCallId"))
+            failed = bool(event.get("isError"))
+            state.queue.put_nowait(ToolEnd(tool_id, "failed" if failed else "completed", output))
+            return
+        elif kind == "auto_retry_start":
+            state.retrying = True
+            detail = f"retrying ({event.get('attempt')}/{event.get('maxAttempts')})"
+            state.queue.put_nowait(StatusChanged("generating", detail))
+        elif kind == "auto_retry_end":
+            state.retrying = False
+            if not event.get("success"):
+                state.error = str(event.get("finalError") or "pi gave up retrying")
+        elif kind == "extension_error":
+            state.error = str(event.get("error") or "an extension failed")
+            log.warning("pi extension error in %s: %s", self.key, state.error)
+        elif kind != "compaction_end":
+            return
+        state.changed.set()
+
+    def _ui_request(self, event: Event, state: _Turn | None) -> None:
+        """Extension dialogs: confirm/select become permission requests; notify is shown."""
+        method = event.get("method")
+        pi_id = str(event.get("id"))
+        if method == "notify":
+            if state is not None:
+                state.show(("\n" if state.text else "") + str(event.get("message", "")))
+            return
+        if method not in ("confirm", "select", "input", "editor"):
+            return  # status lines, widgets, titles: nothing a chat shows
+        if state is None or method in ("input", "editor"):
+            self._respond(pi_id, {"cancelled": True})
+            return
+        title = str(event.get("title") or "pi asks")
+        if method == "confirm":
+            if event.get("message"):
+                title = f"{title}\n{event['message']}"
+            options = [
+                PermissionOption("yes", "Yes", "allow_once"),
+                PermissionOption("no", "No", "reject_once"),
+            ]
+            values: list[str] = []
+        else:
+            values = [str(o) for o in event.get("options") or []]
+            options = [PermissionOption(str(i), v, "allow_once") for i, v in enumerate(values)]
+        request_id = uuid.uuid4().hex[:16]
+        self._dialogs[request_id] = (pi_id, str(method), values)
+        state.queue.put_nowait(PermissionRequired(request_id, title, tuple(options)))
+
+    def _respond(self, pi_id: str, answer: Event) -> None:
+        if self.process is not None and self.process.alive:
+            self.process.send({"type": "extension_ui_response", "id": pi_id, **answer})
+
+    async def answer_permission(self, request_id: str, option_id: str | None) -> bool:
+        dialog = self._dialogs.get(request_id)
+        if dialog is None:
+            return False
+        pi_id, method, values = dialog
+        if option_id is None:
+            answer: Event = {"cancelled": True}
+        elif method == "confirm" and option_id in ("yes", "no"):
+            answer = {"confirmed": option_id == "yes"}
+        elif method == "select" and option_id.isdigit() and int(option_id) < len(values):
+            answer = {"value": values[int(option_id)]}
+        else:
+            return False
+        del self._dialogs[request_id]
+        self._respond(pi_id, answer)
+        return True
+
+    def _cancel_dialogs(self) -> None:
+        for pi_id, _, _ in self._dialogs.values():
+            with contextlib.suppress(PiStopped):
+                self._respond(pi_id, {"cancelled": True})
+        self._dialogs.clear()
+
+    # -- cancel and lifecycle -------------------------------------------------------------
+
+    async def cancel(self) -> None:
+        state = self._turn
+        if state is None or self.process is None:
+            return
+        state.cancelled = True
+        self._cancel_dialogs()
+        await self._abort(self.process)
+
+    async def _abort(self, process: PiProcess) -> None:
+        """``abort``: pi answers once it is idle again."""
+        if process.alive:
+            with contextlib.suppress(PiStopped, TimeoutError):
+                await process.request({"type": "abort"}, REQUEST_TIMEOUT)
+
+    async def close(self) -> None:
+        """``/new`` or shutdown: the process goes, and with it this conversation's pi session."""
+        await self.cancel()
+        self.session_file = None
+        await self.runtime.release(self)

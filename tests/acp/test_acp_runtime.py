@@ -1,0 +1,283 @@
+"""The ACP runtime against a real ACP agent in a subprocess (tests/acp/agent.py, same SDK)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from contract import Command
+from gateway.core import Gateway
+from gateway.events import (
+    PermissionRequired,
+    StatusChanged,
+    ToolEnd,
+    ToolRunning,
+    ToolStart,
+)
+from gateway.inbound import InboundMessage, Reply
+from gateway.runtimes import build_runtime
+from tests.conftest import make_settings
+from tests.recorder import Recorder
+
+AGENT = Path(__file__).with_name("agent.py")
+WAIT = 20.0
+
+
+def acp_settings(tmp_path: Path, **overrides: Any) -> Any:
+    return make_settings(
+        runtime="acp",
+        acp_command=[sys.executable, str(AGENT)],
+        acp_cwd=tmp_path,
+        acp_env=overrides.pop("acp_env", {}),
+        **overrides,
+    )
+
+
+@asynccontextmanager
+async def gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[Gateway]:
+    settings = acp_settings(tmp_path, **overrides)
+    gw = Gateway(settings, build_runtime(settings))
+    await asyncio.wait_for(gw.start(), WAIT)
+    try:
+        yield gw
+    finally:
+        await asyncio.wait_for(gw.stop(), WAIT)
+
+
+def inbound(text: str, conversation: str = "c1", bot: str | None = None) -> InboundMessage:
+    return InboundMessage("test", conversation, "alice", text, bot_username=bot)
+
+
+async def send(
+    gw: Gateway, text: str, conversation: str = "c1", bot: str | None = None
+) -> Recorder:
+    sink = Recorder()
+    await asyncio.wait_for(gw.handle(inbound(text, conversation, bot), sink), WAIT)
+    return sink
+
+
+def names(commands: tuple[Command, ...]) -> list[str]:
+    return [c.name for c in commands]
+
+
+async def test_commands_from_before_and_after_the_session_new_reply(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        menus: list[tuple[Command, ...]] = []
+        late = asyncio.Event()
+
+        def listener(menu: tuple[Command, ...]) -> None:
+            menus.append(menu)
+            if "review" in names(menu):
+                late.set()
+
+        gw.subscribe(listener)
+        # The list sent before the session/new reply is there as soon as the session is.
+        first = await gw.commands("test", "c1")
+        assert "web" in names(first) and "memory show" in names(first)
+        assert "review" not in names(first)
+        web = next(c for c in first if c.name == "web")
+        assert web.hint == "query" and web.description == "Search the web"
+
+        await asyncio.wait_for(late.wait(), WAIT)
+        sink = await send(gw, "/review 42")
+        assert sink.reply is not None and sink.reply.text == "reviewing 42"
+
+
+async def test_an_empty_first_list_is_not_taken_as_final(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_EMPTY_FIRST": "1"}) as gw:
+        # The gateway waited (bounded) past the empty list for the real one.
+        sink = await send(gw, "/review 7")
+        assert sink.text == "reviewing 7"
+
+
+async def test_command_sent_by_canonical_name_and_multi_word_names(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = await send(gw, "/WEB@gw_bot acp sdk", bot="gw_bot")
+        assert sink.reply == Reply("results for acp sdk", None, "end_turn", slash=True)
+        assert sink.deltas == ["results ", "for ", "acp sdk"]
+
+        sink = await send(gw, "/Memory Show all")
+        assert sink.reply is not None and sink.reply.text == "memory: all"
+
+        sink = await send(gw, "/nope")
+        assert sink.reply is not None and sink.reply.category == "unsupported"
+
+
+async def test_chunks_arrive_in_the_agent_order(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = await send(gw, "burst")
+        expected = [f"{i} " for i in range(200)]
+        assert sink.deltas == expected
+        assert sink.reply is not None and sink.reply.text == "".join(expected)
+
+
+async def test_tool_call_behind_an_allowed_permission(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = Recorder()
+        turn = asyncio.ensure_future(gw.handle(inbound("tool"), sink))
+        request = await asyncio.wait_for(sink.permission, WAIT)
+        assert request.title == "Delete build/"
+        assert [(o.option_id, o.kind) for o in request.options] == [
+            ("allow", "allow_once"),
+            ("reject", "reject_once"),
+        ]
+        assert await gw.answer_permission("test", "c1", request.request_id, "allow")
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply is not None and sink.reply.text == "tool ran"
+        tools = [e for e in sink.events if not isinstance(e, PermissionRequired)]
+        assert tools == [
+            ToolStart("call-1", "Delete build/", "delete"),
+            ToolRunning("call-1", None),
+            ToolEnd("call-1", "completed", "deleted 3 files"),
+        ]
+        # Answered once: a second answer finds nothing pending.
+        assert not await gw.answer_permission("test", "c1", request.request_id, "allow")
+
+
+async def test_rejected_permission_and_unknown_option(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = Recorder()
+        turn = asyncio.ensure_future(gw.handle(inbound("tool"), sink))
+        request = await asyncio.wait_for(sink.permission, WAIT)
+        assert not await gw.answer_permission("test", "c1", request.request_id, "not-offered")
+        assert await gw.answer_permission("test", "c1", request.request_id, "reject")
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply is not None and sink.reply.text == "tool refused"
+        assert ToolEnd("call-1", "failed", None) in sink.events
+
+
+async def test_cancel_answers_a_pending_permission_cancelled(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = Recorder()
+        turn = asyncio.ensure_future(gw.handle(inbound("tool"), sink))
+        request = await asyncio.wait_for(sink.permission, WAIT)
+        cancel = await send(gw, "/cancel")
+        assert cancel.reply is not None and cancel.reply.text == "Cancelled the running turn."
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply is not None
+        assert sink.reply.stop_reason == "cancelled" and sink.reply.text == "_(cancelled)_"
+        assert not await gw.answer_permission("test", "c1", request.request_id, "allow")
+
+
+async def test_cancel_sends_session_cancel_and_the_next_message_works(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = Recorder()
+        turn = asyncio.ensure_future(gw.handle(inbound("hold"), sink))
+        await asyncio.wait_for(sink.first_delta.wait(), WAIT)
+        await send(gw, "/cancel")
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply == Reply("working\n\n_(cancelled)_", None, "cancelled", slash=False)
+        after = await send(gw, "hello")
+        assert after.reply is not None and after.reply.text == "echo: text:hello"
+
+
+async def test_deadline_cancels_the_turn_in_the_agent(tmp_path: Path) -> None:
+    async with gateway(tmp_path, run_timeout=0.5) as gw:
+        sink = await send(gw, "hold")
+        assert sink.reply is not None and sink.reply.category == "timeout"
+        assert sink.reply.text == "The request timed out. Retry in a moment."
+        # The agent got session/cancel and stopped: the next turn is not stuck behind it.
+        after = await send(gw, "cancels")
+        assert after.text == "cancels=1"
+
+
+async def test_crash_mid_turn_is_one_generic_failure_then_the_agent_restarts(
+    tmp_path: Path,
+) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = await send(gw, "crash")
+        assert sink.deltas == ["about to crash"]
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert sink.reply.text == (
+            "The request failed: the agent process stopped; it is restarted for the next message"
+        )
+        after = await send(gw, "/web again")
+        assert after.reply is not None and after.reply.text == "results for again"
+        assert "acp (test-agent 1.0)" in (await send(gw, "/status")).reply.text  # type: ignore[union-attr]
+
+
+async def test_modes_through_the_host_mode_command(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        assert "mode" in names(await gw.commands("test", "c1"))
+        shown = await send(gw, "/mode")
+        assert shown.reply is not None
+        assert shown.reply.text == "Current mode: `ask`. Available: `ask`, `code`."
+        switched = await send(gw, "/mode CODE")
+        assert switched.reply is not None and switched.reply.text == "Mode set to `code`."
+        asked = await send(gw, "mode")
+        assert asked.reply is not None and asked.reply.text == "mode=code"
+
+
+async def test_stop_reasons_plan_and_withdrawn_commands(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        refused = await send(gw, "refuse")
+        assert refused.reply == Reply(
+            "_(the agent declined to answer)_", None, "refusal", slash=False
+        )
+
+        planned = await send(gw, "plan")
+        assert planned.reply is not None and planned.reply.text == "planned"
+        assert StatusChanged("generating", "plan: [x] read; [ ] write") in planned.events
+
+        withdrawn = await send(gw, "withdraw")
+        assert withdrawn.reply is not None and withdrawn.reply.text == "withdrawn"
+        assert "web" not in names(await gw.commands("test", "c1"))
+        rejected = await send(gw, "/web x")
+        assert rejected.reply is not None and rejected.reply.category == "unsupported"
+
+
+async def test_prompt_lowering_file_nodes_become_resource_links(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = await send(gw, "look at @file:src/a.py please")
+        uri = (tmp_path / "src" / "a.py").resolve().as_uri()
+        assert sink.reply is not None
+        assert sink.reply.text == f"echo: text:look at  | link:src/a.py:{uri} | text: please"
+
+
+async def test_stderr_is_drained_and_the_environment_is_explicit(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_SECRET": "s3cret"}) as gw:
+        noisy = await send(gw, "noisy")  # 1 MiB on stderr: a pipe nobody reads would block
+        assert noisy.reply is not None and noisy.reply.text == "quiet now"
+        env = await send(gw, "env")
+        assert env.reply is not None and env.reply.text == "secret=s3cret"
+
+
+async def test_authenticate_when_session_new_requires_it(tmp_path: Path) -> None:
+    async with gateway(
+        tmp_path, acp_env={"ACP_TEST_AUTH": "1"}, acp_auth_method="test-token"
+    ) as gw:
+        sink = await send(gw, "hello")
+        assert sink.reply is not None and sink.reply.text == "echo: text:hello"
+
+
+async def test_auth_required_without_a_method_is_one_clear_failure(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_AUTH": "1"}, inventory_wait=0.1) as gw:
+        sink = await send(gw, "hello")
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert "set acp_auth_method to one of ['test-token']" in sink.reply.text
+
+
+async def test_through_the_webhook_channel(tmp_path: Path, gateway_server: Any) -> None:
+    settings = acp_settings(tmp_path)
+    async with gateway_server(build_runtime(settings)) as server, aiohttp.ClientSession() as http:
+        body = {"conversation": "w1", "user": "bob", "text": "/web slashgate"}
+        async with http.post(f"{server.url}/v1/messages", json=body) as response:
+            assert response.status == 200
+            data = await response.json()
+        assert data["reply"] == {
+            "text": "results for slashgate",
+            "category": None,
+            "stop_reason": "end_turn",
+        }
+
+
+def test_an_empty_command_is_a_configuration_error() -> None:
+    with pytest.raises(ValueError, match="acp_command is empty"):
+        build_runtime(make_settings(runtime="acp", acp_command=[]))

@@ -1,0 +1,90 @@
+"""Entity ids, principals and the runtime's configuration checks."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.config import Settings, load_settings
+from gateway.runtimes import build_runtime
+from gateway.runtimes.electric import ElectricRuntime
+from gateway.runtimes.electric.ids import MAX_ID, entity_id, escape, user_principal
+
+
+def test_build_runtime_picks_electric():
+    runtime = build_runtime(Settings(runtime="electric", electric_url="http://127.0.0.1:9/"))
+    assert isinstance(runtime, ElectricRuntime)
+    assert runtime.describe() == "electric (http://127.0.0.1:9, entity type assistant)"
+
+
+def test_credentials_in_the_url_are_not_shown():
+    runtime = build_runtime(
+        Settings(runtime="electric", electric_url="https://gw:s3cret@agents.example/base/")
+    )
+    assert runtime.describe() == "electric (https://agents.example/base, entity type assistant)"
+    assert str(runtime.client.url("/x")) == "https://gw:s3cret@agents.example/base/x"
+
+
+def test_readable_ids_for_usual_keys():
+    assert entity_id("slashgate", "telegram:-100123") == "slashgate-telegram_3A-100123"
+    assert entity_id("gw", "slack:T1/C2/1700000000.1") == "gw-slack_3AT1_2FC2_2F1700000000_2E1"
+    assert user_principal("U123") == "user:U123"
+    assert user_principal("a/b ü") == "user:a_2Fb_20_C3_BC"
+    assert user_principal("") == "user:_"
+    assert entity_id("gw", "webhook:\ud800") == "gw-webhook_3A_ED_A0_80"  # JSON allows it
+
+
+@given(st.text(st.characters(exclude_categories=())), st.text())  # lone surrogates too
+def test_ids_are_path_safe_and_injective(a: str, b: str):
+    ids = entity_id("gw", a), entity_id("gw", b)
+    for value in ids:
+        assert len(value) <= MAX_ID
+        assert all(c.isascii() and (c.isalnum() or c in "-_.") for c in value)
+    assert (ids[0] == ids[1]) == (a == b)
+    assert (escape(a) == escape(b)) == (a == b)
+
+
+def test_long_keys_are_hashed():
+    key = "webhook:" + "x" * 500
+    value = entity_id("gw", key)
+    assert len(value) == MAX_ID and value.startswith("gw-webhook_3Axxx") and "." in value
+    assert value != entity_id("gw", key + "y")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("electric_id_prefix", "a/b", "electric_id_prefix"),
+        ("electric_id_prefix", "", "electric_id_prefix"),
+        ("electric_principal", "robot:x", "electric_principal"),
+        ("electric_principal", "user:a/b", "electric_principal"),
+    ],
+)
+def test_bad_settings_are_refused_at_startup(field: str, value: str, message: str):
+    with pytest.raises(ValueError, match=message):
+        ElectricRuntime(Settings(runtime="electric", **{field: value}))
+
+
+def test_the_documented_configuration_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    docs = Path(__file__).resolve().parents[2] / "docs" / "electric.md"
+    toml = re.search(r"```toml\n(.*?)```", docs.read_text(encoding="utf-8"), re.S)
+    assert toml is not None
+    config = tmp_path / "slashgate.toml"
+    config.write_text(toml.group(1), encoding="utf-8")
+    for name in list(os.environ):
+        if name.startswith("SLASHGATE_"):
+            monkeypatch.delenv(name)
+    settings = load_settings(config)
+    assert (settings.runtime, settings.store, settings.electric_live) == (
+        "electric",
+        "sqlite",
+        "sse",
+    )
+    assert settings.electric_principal == "service:slashgate"
+    runtime = build_runtime(settings)
+    assert runtime.describe() == "electric (http://127.0.0.1:4437, entity type assistant)"

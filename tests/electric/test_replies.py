@@ -1,0 +1,128 @@
+"""What a user sees through the webhook channel with the gateway in front of Electric Agents."""
+
+from __future__ import annotations
+
+from contract import composer_input_problems, utf16_len
+
+from .conftest import ENTITY_TYPE, commands, say, say_streaming
+from .fake_server import FakeElectric
+
+
+async def test_plain_text_reply_is_streamed_from_text_deltas(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        events = await say_streaming(server, "hello there, agent")
+
+    deltas = [data["text"] for event, data in events if event == "delta"]
+    reply = events[-1][1]["reply"]
+    assert reply == {"text": "hello there, agent", "category": None, "stop_reason": "end_turn"}
+    assert len(deltas) > 1 and "".join(deltas) == "hello there, agent"  # one per text_delta
+
+
+async def test_send_carries_the_user_principal_and_the_composer_input_as_is(
+    fake: FakeElectric, electric_gateway
+):
+    async with electric_gateway() as server:
+        body = await say(server, "/deploy staging", user="U 42/ü")
+
+    assert body["reply"]["text"] == "Deploying staging now."
+    (send,) = fake.sends()
+    assert send.headers["Electric-Principal"] == "user:U_2042_2F_C3_BC"
+    assert "from" not in send.body
+    assert send.body["type"] == "composer_input" and send.body["mode"] == "immediate"
+    assert send.body["payload"] == body["forwarded"]["payload"]
+    assert send.body["payload"]["nodes"][0] == {
+        "kind": "slash_command",
+        "start": 0,
+        "end": 7,
+        "raw": "/deploy",
+        "name": "deploy",
+    }
+
+
+async def test_one_entity_per_conversation(fake: FakeElectric, electric_gateway):
+    async with electric_gateway(electric_id_prefix="gw") as server:
+        await say(server, "one", conversation="room/1")
+        await say(server, "two", conversation="room/1")
+        await say(server, "three", conversation="room 2")
+
+    assert sorted(fake.entities) == [
+        f"/{ENTITY_TYPE}/gw-webhook_3Aroom_202",
+        f"/{ENTITY_TYPE}/gw-webhook_3Aroom_2F1",
+    ]
+    # The gateway's users may write to the entities it creates.
+    entity = fake.entities[f"/{ENTITY_TYPE}/gw-webhook_3Aroom_2F1"]
+    assert entity.grants == [
+        {"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}
+    ]
+
+
+async def test_new_starts_a_fresh_entity_and_restarts_keep_it(
+    fake: FakeElectric, electric_gateway, tmp_path
+):
+    state = {"store": "sqlite", "state_path": tmp_path / "state.sqlite3"}
+    async with electric_gateway(electric_id_prefix="gw", **state) as server:
+        await say(server, "before")
+        assert (await say(server, "/new"))["reply"]["text"] == "Started a new session."
+        assert (await say(server, "after"))["reply"]["text"] == "after"
+    async with electric_gateway(electric_id_prefix="gw", **state) as server:
+        assert (await say(server, "after a restart"))["reply"]["text"] == "after a restart"
+
+    first, fresh = f"/{ENTITY_TYPE}/gw-webhook_3Ac1", f"/{ENTITY_TYPE}/gw-webhook_3Ac1.g1"
+    assert sorted(fake.entities) == [first, fresh]
+    sent = [r.path.removeprefix("/_electric/entities").removesuffix("/send") for r in fake.sends()]
+    assert sent == [first, fresh, fresh], "after /new every message goes to the new entity"
+
+
+async def test_existing_entity_is_reused_after_409(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        assert (await say(server, "first"))["reply"]["text"] == "first"
+    async with electric_gateway() as server:  # memory store: nothing saved, the entity exists
+        assert (await say(server, "second"))["reply"]["text"] == "second"
+
+    puts = [r for r in fake.requests if r.method == "PUT"]
+    assert len(puts) == 2 and len(fake.entities) == 1
+
+
+async def test_emoji_in_spans_pass_the_server_validation(fake: FakeElectric, electric_gateway):
+    text = "🚀 /deploy 👩‍👩‍👧 prod, see @file:src/😀.py and /pr-review 12 🎉"
+    async with electric_gateway() as server:
+        body = await say(server, text)
+
+    assert body["reply"]["category"] is None
+    (send,) = fake.sends()
+    payload = send.body["payload"]
+    assert composer_input_problems(payload) == []
+    kinds = [(n["kind"], n["raw"]) for n in payload["nodes"]]
+    assert ("file", "@file:src/😀.py") in kinds and ("slash_command", "/pr-review") in kinds
+    assert payload["nodes"][-1]["end"] == utf16_len(text) != len(text)
+
+
+async def test_two_messages_of_one_run_are_separated(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        body = await say(server, "two messages")
+
+    assert body["reply"]["text"] == "First.\n\nSecond."
+
+
+async def test_inventory_merges_the_type_list_into_the_menu(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        menu = {c.name: c for c in server.gateway.menu() or ()}
+        inventory = await commands(server)
+
+    assert menu["deploy"].source == "static" and menu["deploy"].hint == "environment"
+    review = inventory["pr-review"]
+    assert review["hint"] == "number: number [include_tests]: boolean"
+    assert [a["name"] for a in review["arguments"]] == ["number", "include_tests"]
+    assert {"help", "deploy", "pr-review"} <= set(inventory)
+
+
+async def test_long_poll_mode(fake: FakeElectric, electric_gateway):
+    async with electric_gateway(electric_live="long-poll") as server:
+        await say(server, "warm up")
+        await fake.until(lambda: fake.long_poll_timeouts >= 1)  # a 204 was answered
+        body = await say(server, "after a timeout")
+
+    assert body["reply"]["text"] == "after a timeout"
+    reads = [r.query for r in fake.requests if r.path.endswith("/main")]
+    assert reads[0] == {"offset": "-1"}
+    assert {r.get("live") for r in reads[1:]} == {"long-poll"}

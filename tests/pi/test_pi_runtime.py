@@ -1,0 +1,313 @@
+"""The pi runtime against the real ``pi`` CLI (npm: @mariozechner/pi-coding-agent), run offline.
+
+pi gets an isolated HOME holding an extension with commands, a prompt template and a skill, and
+a local OpenAI-compatible endpoint as its model (tests/pi/mock_openai.py). scripts/install-pi.sh
+installs pi under .tools/pi; these tests skip only where node itself is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract import Command
+from gateway.core import Gateway
+from gateway.events import ToolEnd, ToolStart
+from gateway.inbound import InboundMessage
+from gateway.runtimes import build_runtime
+from gateway.runtimes.pi import PiRuntime
+from tests.conftest import make_settings
+from tests.pi.mock_openai import MODEL, MockModel, serve
+from tests.recorder import Recorder
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL_PI = ROOT / ".tools" / "pi" / "node_modules" / ".bin" / "pi"
+WAIT = 30.0
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None, reason="node is not installed: the pi tests run the real pi CLI"
+)
+
+EXTENSION = """
+export default function (pi) {
+  pi.registerCommand("hello", {
+    description: "Say hello",
+    handler: async (args, ctx) => { ctx.ui.notify(`Hello ${args || "world"}!`, "info"); },
+  });
+  pi.registerCommand("Shout", {
+    description: "Shout the text back",
+    handler: async (args, ctx) => { ctx.ui.notify(args.toUpperCase(), "info"); },
+  });
+  pi.registerCommand("ask", {
+    description: "Ask before deploying",
+    handler: async (args, ctx) => {
+      const ok = await ctx.ui.confirm("Deploy?", "to production");
+      ctx.ui.notify(ok ? "deployed" : "not deployed", "info");
+    },
+  });
+  pi.registerCommand("boom", {
+    description: "Fail on purpose",
+    handler: async () => { throw new Error("boom went the extension"); },
+  });
+}
+"""
+TEMPLATE = "---\ndescription: Review code\n---\nReview $1 carefully.\n"
+SKILL = "---\nname: triage\ndescription: Triage an issue\n---\nTriage steps here.\n"
+
+
+def pi_binary() -> str:
+    if LOCAL_PI.exists():
+        return str(LOCAL_PI)
+    found = shutil.which("pi")
+    if found is None:
+        pytest.fail(
+            "pi is not installed: run scripts/install-pi.sh (node is there, npm installs it)"
+        )
+    return found
+
+
+def relative_to_here(path: str) -> str:
+    return os.path.relpath(path)
+
+
+def pi_home(root: Path, model: MockModel) -> Path:
+    """An isolated HOME: pi's settings, models, an extension, a prompt template and a skill."""
+    home = root / "home"
+    agent = home / ".pi" / "agent"
+    for sub in ("extensions", "prompts", "skills/triage"):
+        (agent / sub).mkdir(parents=True)
+    (agent / "extensions" / "commands.ts").write_text(EXTENSION)
+    (agent / "prompts" / "review.md").write_text(TEMPLATE)
+    (agent / "skills" / "triage" / "SKILL.md").write_text(SKILL)
+    provider = {
+        "baseUrl": model.url,
+        "api": "openai-completions",
+        "apiKey": "local",
+        "models": [{"id": MODEL}],
+    }
+    (agent / "models.json").write_text(json.dumps({"providers": {"mock": provider}}))
+    settings = {"defaultProvider": "mock", "defaultModel": MODEL, "quietStartup": True}
+    (agent / "settings.json").write_text(json.dumps(settings))
+    return home
+
+
+@asynccontextmanager
+async def pi_gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Gateway, MockModel]]:
+    async with serve() as model:
+        work = tmp_path / "work"
+        work.mkdir()
+        (work / "notes.txt").write_text("hi from notes")
+        command = overrides.pop("pi_command", [pi_binary(), "--mode", "rpc"])
+        settings = make_settings(
+            runtime="pi",
+            pi_command=command,
+            pi_cwd=work,
+            pi_env={"HOME": str(pi_home(tmp_path, model)), "PI_OFFLINE": "1"},
+            **overrides,
+        )
+        gw = Gateway(settings, build_runtime(settings))
+        await asyncio.wait_for(gw.start(), WAIT)
+        try:
+            yield gw, model
+        finally:
+            await asyncio.wait_for(gw.stop(), WAIT)
+
+
+async def send(gw: Gateway, text: str, conversation: str = "c1") -> Recorder:
+    sink = Recorder()
+    await asyncio.wait_for(
+        gw.handle(InboundMessage("test", conversation, "alice", text), sink), WAIT
+    )
+    return sink
+
+
+def start(gw: Gateway, text: str, conversation: str = "c1") -> tuple[Recorder, asyncio.Future[Any]]:
+    sink = Recorder()
+    return sink, asyncio.ensure_future(
+        gw.handle(InboundMessage("test", conversation, "alice", text), sink)
+    )
+
+
+def by_name(commands: tuple[Command, ...]) -> dict[str, str]:
+    return {c.name: c.description for c in commands}
+
+
+async def test_inventory_has_extension_commands_templates_and_skills(tmp_path: Path) -> None:
+    # A program path relative to the gateway's directory works although pi runs elsewhere.
+    relative = relative_to_here(pi_binary())
+    async with pi_gateway(tmp_path, pi_command=[relative, "--mode", "rpc"]) as (gw, _):
+        commands = by_name(await gw.commands("test", "c1"))
+        assert commands["hello"] == "Say hello"
+        assert commands["Shout"] == "Shout the text back"
+        assert commands["review"] == "Review code"
+        assert commands["skill:triage"] == "Triage an issue"
+        assert "help" in commands  # the gateway's own, layered first
+
+
+async def test_plain_text_streams_from_the_model(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        sink = await send(gw, "hello there")
+        assert sink.text == "echo: hello there"
+        assert len(sink.deltas) == 3 and "".join(sink.deltas) == sink.text
+        assert sink.reply is not None and sink.reply.stop_reason == "end_turn"
+        assert model.user_texts() == ["hello there"]
+
+
+async def test_lines_split_on_lf_only(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, _):
+        sink = await send(gw, "a\u2028b\u2029c")
+        assert sink.text == "echo: a\u2028b\u2029c"
+
+
+async def test_extension_commands_go_by_their_canonical_name(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        hello = await send(gw, "/HELLO Bob")
+        assert hello.text == "Hello Bob!"
+        shout = await send(gw, "/shout quiet please")  # pi itself would only know /Shout
+        assert shout.text == "QUIET PLEASE"
+        assert shout.reply is not None and shout.reply.slash
+        assert model.requests == []  # handled by the extension, never sent to the model
+
+
+async def test_prompt_templates_and_skills_expand_in_pi(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        review = await send(gw, "/Review a.py")
+        assert review.text == "echo: Review a.py carefully."
+        triage = await send(gw, "/skill:TRIAGE bug 5")
+        sent = model.user_texts()[-1]
+        assert sent.startswith('<skill name="triage"') and sent.endswith("bug 5")
+        assert "Triage steps here." in sent
+        assert triage.text == f"echo: {sent}"
+
+
+async def test_tool_execution_events(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, _):
+        sink = await send(gw, "[tool] read my notes")
+        assert sink.text == "tool said: hi from notes"
+        assert sink.events == [
+            ToolStart("call_1", "read"),
+            ToolEnd("call_1", "completed", "hi from notes"),
+        ]
+
+
+async def test_model_error_is_one_failure_message(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, _):
+        sink = await send(gw, "[fail] please")
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert sink.text.startswith("The request failed: ")
+        assert "model refused: bad request" in sink.text
+        after = await send(gw, "still there?")
+        assert after.text == "echo: still there?"
+
+
+async def test_extension_error_is_the_command_failure(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, _):
+        sink = await send(gw, "/boom")
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert sink.text == "Slash command /boom failed: boom went the extension"
+
+
+async def test_extension_dialog_is_a_permission_request(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, _):
+        sink, turn = start(gw, "/ask")
+        request = await asyncio.wait_for(sink.permission, WAIT)
+        assert request.title == "Deploy?\nto production"
+        assert [o.option_id for o in request.options] == ["yes", "no"]
+        assert await gw.answer_permission("test", "c1", request.request_id, "yes")
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.text == "deployed"
+
+
+async def test_cancel_aborts_and_the_next_message_works(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        sink, turn = start(gw, "[hold] take your time")
+        await asyncio.wait_for(model.holding.wait(), WAIT)
+        await asyncio.wait_for(sink.first_delta.wait(), WAIT)
+        cancel = await send(gw, "/cancel")
+        assert cancel.text == "Cancelled the running turn."
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.text == "thinking\n\n_(cancelled)_"
+        assert sink.reply is not None and sink.reply.stop_reason == "cancelled"
+        after = await send(gw, "again")
+        assert after.text == "echo: again"
+
+
+async def test_pi_dying_mid_turn_is_one_failure_then_it_restarts(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        runtime = gw.runtime
+        assert isinstance(runtime, PiRuntime)
+        sink, turn = start(gw, "[hold] forever")
+        await asyncio.wait_for(model.holding.wait(), WAIT)
+        process = runtime.process_of("test:c1")
+        assert process is not None and process.pid is not None
+        os.kill(process.pid, signal.SIGKILL)
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert (
+            sink.text == "The request failed: pi stopped; it is started again for the next message"
+        )
+        after = await send(gw, "back?")
+        assert after.text == "echo: back?"
+
+
+async def test_bounded_pool_resumes_the_pi_session_in_a_new_process(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path, pi_pool_size=1) as (gw, model):
+        runtime = gw.runtime
+        assert isinstance(runtime, PiRuntime)
+        assert (await send(gw, "first", "c1")).text == "echo: first"
+        assert (await send(gw, "second", "c2")).text == "echo: second"
+        assert runtime.processes == 1 and runtime.process_of("test:c1") is None
+        assert (await send(gw, "third", "c1")).text == "echo: third"
+        # c1's new process resumed its pi session: the model sees the earlier exchange.
+        history = [m.get("content") for m in model.requests[-1]["messages"]]
+        assert any("first" in json.dumps(c) for c in history)
+        assert not any("second" in json.dumps(c) for c in history)
+
+
+async def test_a_full_pool_of_busy_processes_is_busy(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path, pi_pool_size=1) as (gw, model):
+        sink, turn = start(gw, "[hold] busy", "c1")
+        await asyncio.wait_for(model.holding.wait(), WAIT)
+        other = await send(gw, "me too", "c2")
+        assert other.reply is not None and other.reply.category == "busy"
+        assert other.text == "The session is busy. Retry in a moment."
+        model.released.set()
+        await asyncio.wait_for(turn, WAIT)
+        assert sink.reply is not None and sink.deltas[0] == "thinking"
+
+
+async def test_idle_processes_are_reaped(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path, pi_idle_ttl=0.5) as (gw, _):
+        runtime = gw.runtime
+        assert isinstance(runtime, PiRuntime)
+        assert (await send(gw, "hi")).text == "echo: hi"
+        process = runtime.process_of("test:c1")
+        assert process is not None
+        await asyncio.wait_for(process.stopped.wait(), WAIT)
+        assert runtime.processes == 0
+        assert (await send(gw, "hi again")).text == "echo: hi again"
+
+
+async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-pi")
+    async with pi_gateway(tmp_path, pi_command=[missing], inventory_wait=0.1) as (gw, _):
+        sink = await send(gw, "hello")
+        assert sink.reply is not None and sink.reply.category == "generic"
+        assert sink.text.startswith("The request failed: could not start pi (")
+
+
+async def test_deadline_aborts_pi_so_the_next_turn_runs(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path, run_timeout=1.0) as (gw, _):
+        sink = await send(gw, "[hold] too long")
+        assert sink.reply is not None and sink.reply.category == "timeout"
+        after = await send(gw, "next")  # pi was aborted: not "already processing"
+        assert after.text == "echo: next"

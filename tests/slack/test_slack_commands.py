@@ -1,0 +1,156 @@
+"""Slash commands: the umbrella and per-command forms, acknowledged before anything runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
+from gateway.runtimes import Turn
+from tests.slack.slack_fake import WAIT, Scripted, fake_slack
+from tests.slack.slack_harness import Recorder, ScriptedRuntime, ScriptedSession, slack_gateway
+
+DEPLOY = (Command(name="deploy", description="Deploy a build", hint="environment"),)
+
+
+async def test_umbrella_and_per_command_forms_send_the_same_source(gateway_server):
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        answers = [
+            await h.slack.command(
+                "/agent", "deploy prod", channel="C1", response_url=fake.response_url("a")
+            ),
+            await h.slack.command(
+                "/agent", "/deploy prod", channel="C2", response_url=fake.response_url("b")
+            ),
+            await h.slack.command(
+                "/deploy", "prod", channel="C3", response_url=fake.response_url("c")
+            ),
+            await h.slack.command("/deploy", "", channel="C4", response_url=fake.response_url("d")),
+        ]
+        await h.channel.drain()
+    assert [status for status, _ in answers] == [200, 200, 200, 200]
+    assert [body for _, body in answers] == ["", "", "", ""]  # nothing shown as the ack
+    assert sorted(recorder.sources) == ["/deploy", "/deploy prod", "/deploy prod", "/deploy prod"]
+    # Results are posted in the channel, not in a thread, and not through response_url.
+    shown = {m.channel: (m.thread_ts, m.text) for m in fake.messages()}
+    assert shown == {
+        "C1": (None, "got: /deploy prod"),
+        "C2": (None, "got: /deploy prod"),
+        "C3": (None, "got: /deploy prod"),
+        "C4": (None, "got: /deploy"),
+    }
+    assert fake.responses == []
+
+
+async def test_the_umbrella_name_comes_from_the_settings(gateway_server):
+    recorder = Recorder(DEPLOY)
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, recorder.runtime, slack_umbrella_command="ask") as h,
+    ):
+        await h.slack.command("/ask", "deploy staging", response_url=fake.response_url("a"))
+        await h.channel.drain()
+    assert recorder.sources == ["/deploy staging"]
+
+
+async def test_rejections_are_ephemeral_and_never_reach_the_runtime(gateway_server):
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        await h.slack.command("/agent", "nope", response_url=fake.response_url("nope"))
+        await h.slack.command("/agent", "settings", response_url=fake.response_url("settings"))
+        await h.slack.command("/agent", "", response_url=fake.response_url("empty"))
+        await h.channel.drain()
+    assert recorder.sources == []
+    assert fake.of("chat.postMessage") == []
+    assert fake.responses_to("nope") == [
+        {
+            "response_type": "ephemeral",
+            "text": "Unsupported slash command /nope. Send /help to list available commands.",
+        }
+    ]
+    assert fake.responses_to("settings") == [
+        {
+            "response_type": "ephemeral",
+            "text": "Unsupported slash command /settings. "
+            "This command only runs in the interactive TUI.",
+        }
+    ]
+    assert fake.responses_to("empty") == [
+        {
+            "response_type": "ephemeral",
+            "text": "Invalid slash command. Enter a command name after /.",
+        }
+    ]
+
+
+async def test_the_ack_never_waits_for_the_runtime(gateway_server):
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        started.set()
+        await release.wait()
+        yield MessageDelta("deployed")
+        yield MessageEnd()
+
+    runtime = ScriptedRuntime(slow, DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, runtime) as h:
+        status, body = await asyncio.wait_for(
+            h.slack.command("/agent", "deploy prod", response_url=fake.response_url("a")), WAIT
+        )
+        await asyncio.wait_for(started.wait(), WAIT)
+        acked_while_running = not release.is_set()
+        release.set()
+        await h.channel.drain()
+    assert (status, body, acked_while_running) == (200, "", True)
+    assert [m.text for m in fake.messages()] == ["deployed"]
+
+
+async def test_host_command_results_are_posted_in_the_channel(gateway_server):
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        await h.slack.command("/agent", "help", channel="C5", response_url=fake.response_url("h"))
+        await h.channel.drain()
+    [message] = fake.messages("C5")
+    assert message.text.startswith("*Gateway commands*")
+    assert "• `/deploy &lt;environment&gt;` — Deploy a build" in message.text
+
+
+async def test_a_channel_the_bot_is_not_in_gets_the_result_through_response_url(gateway_server):
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        fake.script("chat.postMessage", Scripted(body={"ok": False, "error": "not_in_channel"}))
+        await h.slack.command("/deploy", "prod", channel="C6", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    assert fake.responses_to("r") == [{"response_type": "in_channel", "text": "got: /deploy prod"}]
+    assert fake.messages() == []
+
+
+async def test_a_busy_session_rejects_a_slash_command_ephemerally(gateway_server):
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        started.set()
+        await release.wait()
+        yield MessageDelta("first done")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(slow, DEPLOY)) as h,
+    ):
+        await h.slack.command("/deploy", "a", channel="C9", response_url=fake.response_url("a"))
+        await asyncio.wait_for(started.wait(), WAIT)
+        await h.slack.command("/deploy", "b", channel="C9", response_url=fake.response_url("b"))
+        [busy] = await fake.wait_responses("b")
+        release.set()
+        await h.channel.drain()
+    assert busy == {
+        "response_type": "ephemeral",
+        "text": "Slash command /deploy could not run because the session is busy. "
+        "Retry in a moment.",
+    }
+    assert [m.text for m in fake.messages("C9")] == ["first done"]

@@ -1,0 +1,174 @@
+"""Replies: streamed (chat.startStream or throttled chat.update), rendered, chunked, retried."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from channels.slack.mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
+from contract import Command, utf16_len
+from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
+from gateway.runtimes import Turn
+from tests.slack.slack_fake import Scripted, fake_slack, mention
+from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, deltas, slack_gateway
+
+DEPLOY = (Command(name="deploy", description="Deploy a build"),)
+
+
+async def test_thread_replies_stream_with_chat_start_append_stop(gateway_server):
+    holder: dict[str, object] = {}
+
+    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        fake = holder["fake"]
+        yield MessageDelta("Hello ")
+        await fake.wait_calls("chat.startStream")  # type: ignore[attr-defined]
+        yield MessageDelta("**world**")
+        await fake.wait_calls("chat.appendStream")  # type: ignore[attr-defined]
+        yield MessageDelta("!")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script)) as h,
+    ):
+        holder["fake"] = fake
+        h.channel.outbox.update_interval = 0
+        await h.slack.event(mention("hi", channel="C1", ts="10.1"))
+        await h.channel.drain()
+    start = fake.of("chat.startStream")[0].params
+    assert start["thread_ts"] == "10.1"
+    assert (start["recipient_user_id"], start["recipient_team_id"]) == ("U1", "T1")
+    [message] = fake.messages()
+    assert (message.text, message.streamed, message.stopped) == ("Hello **world**!", True, True)
+    assert fake.of("chat.postMessage") == []
+
+
+async def test_without_native_streaming_a_message_is_updated_instead(gateway_server):
+    holder: dict[str, object] = {}
+
+    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        fake = holder["fake"]
+        posted = len(fake.of("chat.postMessage"))  # type: ignore[attr-defined]
+        yield MessageDelta("Hello ")
+        await fake.wait_calls("chat.postMessage", posted + 1)  # type: ignore[attr-defined]
+        yield MessageDelta("**world** & <you>")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script)) as h,
+    ):
+        holder["fake"] = fake
+        fake.script("chat.startStream", Scripted(body={"ok": False, "error": "unknown_method"}))
+        await h.slack.event(mention("one", ts="20.1"))
+        await h.channel.drain()
+        await h.slack.event(mention("two", ts="21.1"))
+        await h.channel.drain()
+    assert len(fake.of("chat.startStream")) == 1  # not tried again once Slack said no
+    assert [c.params["text"] for c in fake.of("chat.postMessage")] == ["Hello", "Hello"]
+    assert [(m.thread_ts, m.text, m.streamed) for m in fake.messages()] == [
+        ("20.1", "Hello *world* &amp; &lt;you&gt;", False),
+        ("21.1", "Hello *world* &amp; &lt;you&gt;", False),
+    ]
+
+
+async def test_previews_show_the_reply_while_it_is_written(gateway_server):
+    holder: dict[str, object] = {}
+
+    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        fake = holder["fake"]
+        yield MessageDelta("part one")
+        await fake.wait_calls("chat.postMessage")  # type: ignore[attr-defined]
+        yield MessageDelta(", part two")
+        await fake.wait_for(  # type: ignore[attr-defined]
+            lambda: any(
+                c.params.get("text") == "part one, part two" for c in fake.of("chat.update")
+            )  # type: ignore[attr-defined]
+        )
+        yield MessageDelta(", end")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
+    ):
+        holder["fake"] = fake
+        h.channel.outbox.update_interval = 0
+        await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    assert fake.of("chat.postMessage")[0].params["text"] == "part one"
+    assert [m.text for m in fake.messages()] == ["part one, part two, end"]
+
+
+async def test_chat_update_is_throttled(gateway_server):
+    holder: dict[str, object] = {}
+
+    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        fake = holder["fake"]
+        yield MessageDelta("0")
+        await fake.wait_calls("chat.postMessage")  # type: ignore[attr-defined]
+        for n in range(1, 30):
+            await asyncio.sleep(0)  # let the channel run between deltas
+            yield MessageDelta(f" {n}")
+        yield MessageEnd()
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
+    ):
+        holder["fake"] = fake
+        h.channel.outbox.update_interval = 60.0
+        await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    # 30 deltas: the preview, then within the interval only the final update.
+    assert len(fake.of("chat.postMessage")) == 1
+    assert len(fake.of("chat.update")) == 1
+    assert [m.text for m in fake.messages()] == [" ".join(str(n) for n in range(30))]
+
+
+async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_server):
+    paragraphs = [f"**{n}** " + "x & y < z " * 300 for n in range(4)]
+    reply = "\n\n".join(paragraphs)
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(deltas(reply), DEPLOY)) as h,
+    ):
+        await h.slack.command("/deploy", "prod", channel="C8", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    shown = [m.text for m in fake.messages("C8")]
+    assert len(shown) > 1
+    assert all(utf16_len(text) <= TEXT_LIMIT for text in shown)
+    assert shown == chunks(to_mrkdwn(reply))
+    assert "&amp;" in shown[0] and "&lt;" in shown[0] and "<" not in shown[0].replace("&lt;", "")
+
+
+async def test_rate_limits_are_waited_out_and_retried(gateway_server):
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(deltas("deployed"), DEPLOY)) as h,
+    ):
+        fake.script(
+            "chat.postMessage",
+            Scripted(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}),
+        )
+        await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    first, second = fake.of("chat.postMessage")
+    assert second.at - first.at >= 1.0
+    assert [m.text for m in fake.messages()] == ["deployed"]
+
+
+async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(gateway_server):
+    async def failing(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        yield ErrorEvent("generic", "boom")
+
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(failing, DEPLOY)) as h,
+    ):
+        await h.slack.event(mention("hello", channel="C1", ts="30.1"))
+        await h.slack.command("/deploy", "prod", channel="C2", response_url=fake.response_url("r"))
+        await h.channel.drain()
+    assert [m.text for m in fake.messages("C1")] == [":warning: The request failed: boom"]
+    assert [m.text for m in fake.messages("C2")] == ["Slash command /deploy failed: boom"]
+    assert fake.responses == []
