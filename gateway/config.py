@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract import Catalog
@@ -83,6 +83,15 @@ class Settings(BaseSettings):
     electric_id_prefix: str = "slashgate"
     electric_principal: str | None = None
     electric_live: Literal["sse", "long-poll"] = "sse"
+
+    @model_validator(mode="after")
+    def _telegram_webhook_has_a_secret(self) -> Settings:
+        if self.telegram_token and self.telegram_mode == "webhook" and not self.telegram_secret:
+            raise ValueError(
+                "Telegram webhook mode needs SLASHGATE_TELEGRAM_SECRET (the secret_token given "
+                "to setWebhook); or set SLASHGATE_TELEGRAM_MODE=polling"
+            )
+        return self
 
     @field_validator("catalog")
     @classmethod

@@ -52,12 +52,7 @@ class TelegramChannel(Channel):
         super().__init__(gateway, settings)
         if settings.telegram_token is None:
             raise ValueError("the Telegram channel needs SLASHGATE_TELEGRAM_TOKEN")
-        secret = settings.telegram_secret
-        if settings.telegram_mode == "webhook" and secret is None:
-            raise ValueError(
-                "Telegram webhook mode needs SLASHGATE_TELEGRAM_SECRET (the secret_token given "
-                "to setWebhook); or set SLASHGATE_TELEGRAM_MODE=polling"
-            )
+        secret = settings.telegram_secret  # required in webhook mode (Settings checks it)
         self._secret = secret.get_secret_value().encode() if secret else b""
         session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base))
         session.middleware(RetryAfter())
