@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, cast
+from typing import cast
 
 from contract import (
     Catalog,
@@ -32,6 +32,7 @@ from .events import (
 from .host import HOST_COMMANDS, HostCommand
 from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .runtimes.base import Runtime, RuntimeSession, SessionInfo, Turn
+from .tasks import BackgroundTasks
 
 log = logging.getLogger("slashgate.core")
 
@@ -56,7 +57,7 @@ class Gateway:
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._listeners: list[InventoryListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background = BackgroundTasks()
 
     @property
     def catalog(self) -> Catalog:
@@ -75,6 +76,7 @@ class Gateway:
             await self.stop_run(conv)
             await conv.reset()
         self._conversations.clear()
+        await self._background.aclose()
         await self.runtime.stop()
 
     # -- inventory ------------------------------------------------------------------------
@@ -112,9 +114,7 @@ class Gateway:
         for listener in self._listeners:
             result = listener(menu)
             if asyncio.iscoroutine(result):
-                task = asyncio.ensure_future(result)
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._background.spawn(result)
 
     # -- conversations --------------------------------------------------------------------
 
@@ -144,15 +144,10 @@ class Gateway:
             for key, conv in self._conversations.items():
                 if not conv.busy:
                     del self._conversations[key]
-                    self._spawn(conv.reset())
+                    self._background.spawn(conv.reset())
                     break
             else:
                 return
-
-    def _spawn(self, coro: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     # -- the pipeline ---------------------------------------------------------------------
 

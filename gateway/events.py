@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from contract import Category, Command
+from contract import Category, Command, categorize
 
 Status = Literal["idle", "generating", "paused", "error"]
 
@@ -101,6 +101,11 @@ class ErrorEvent:
 
     category: Category
     message: str
+
+    @classmethod
+    def from_text(cls, message: str) -> ErrorEvent:
+        """For runtimes that only give error text: the category comes from ``categorize``."""
+        return cls(categorize(message), message)
 
 
 RuntimeEvent = (
