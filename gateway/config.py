@@ -131,6 +131,6 @@ def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any
         with open(path, "rb") as fh:
             values = flatten_toml(tomllib.load(fh))
     settings = Settings(**values)
-    if overrides:
+    if overrides:  # command-line flags win over the environment
         settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     return settings
