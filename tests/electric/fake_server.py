@@ -317,6 +317,7 @@ class FakeEntity:
     created_by: str
     stream: FakeStream
     grants: list[dict[str, Any]]
+    tags: dict[str, str] = field(default_factory=dict)
     status: str = "idle"
     runs: int = 0
     texts: int = 0
@@ -338,7 +339,7 @@ class FakeEntity:
             "type": self.type.name,
             "status": self.status,
             "streams": {"main": self.stream.path},
-            "tags": {},
+            "tags": dict(self.tags),
             "created_by": self.created_by,
             "created_at": 1767225600000,
             "updated_at": 1767225600000,
@@ -506,6 +507,8 @@ class FakeElectric:
         app.router.add_get("/_electric/entities/{type}/{id}", self.get_entity)
         app.router.add_post("/_electric/entities/{type}/{id}/send", self.send)
         app.router.add_post("/_electric/entities/{type}/{id}/signal", self.signal)
+        app.router.add_post("/_electric/entities/{type}/{id}/grants", self.grant)
+        app.router.add_post("/_electric/entities/{type}/{id}/tags/{key}", self.set_tag)
         app.router.add_get("/{type}/{id}/main", self.read_stream)
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=0.1
@@ -653,7 +656,12 @@ class FakeElectric:
             return api_error(409, "DUPLICATE_URL", f'Entity already exists at URL "{url}"')
         stream = FakeStream(f"{url}/main", self)
         entity = FakeEntity(
-            entity_type, entity_id, self.principal(request), stream, list(body.get("grants") or [])
+            entity_type,
+            entity_id,
+            self.principal(request),
+            stream,
+            list(body.get("grants") or []),
+            dict(body.get("tags") or {}),
         )
         now = "2026-01-01T00:00:00.000Z"
         events = [
@@ -765,6 +773,46 @@ class FakeElectric:
         return web.json_response(
             {"signal": body["signal"], "previous_state": previous, "new_state": entity.status}
         )
+
+    async def grant(self, request: web.Request) -> web.Response:
+        """createEntityPermissionGrant: a plain insert (the same grant twice is two rows)."""
+        entity = self._existing(request)
+        if isinstance(entity, web.Response):
+            return entity
+        body = await self._body(request, {})
+        if isinstance(body, web.Response):
+            return body
+        if not _is_grant(body):
+            return api_error(400, "INVALID_REQUEST", "Request body does not match API schema")
+        if not entity.allows(self.principal(request), "manage"):
+            return api_error(
+                401, "UNAUTHORIZED", f"Principal is not allowed to manage {entity.url}"
+            )
+        entity.grants.append(body)
+        return web.json_response(
+            {"id": len(entity.grants), "entity_url": entity.url, **body}, status=201
+        )
+
+    async def set_tag(self, request: web.Request) -> web.Response:
+        entity = self._existing(request)
+        if isinstance(entity, web.Response):
+            return entity
+        body = await self._body(request, {"value": _is_str})
+        if isinstance(body, web.Response):
+            return body
+        if "value" not in body:
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Request body does not match API schema",
+                [{"path": "/value", "message": "must be string"}],
+            )
+        if not entity.allows(self.principal(request), "write"):
+            return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to write {entity.url}")
+        if entity.status in ("stopping", "stopped", "killed"):
+            return api_error(409, "NOT_RUNNING", "Entity is not accepting writes")
+        entity.tags[request.match_info["key"]] = body["value"]
+        return web.json_response(entity.public())
 
     def stop_entity(self, url: str) -> None:
         """As a SIGTERM would end: the entity stops, its stream closes."""

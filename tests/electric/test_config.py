@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -88,3 +89,26 @@ def test_the_documented_configuration_loads(tmp_path: Path, monkeypatch: pytest.
     assert settings.electric_principal == "service:slashgate"
     runtime = build_runtime(settings)
     assert runtime.describe() == "electric (http://127.0.0.1:4437, entity type assistant)"
+
+
+def test_electric_keeps_its_state_in_sqlite_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    for name in list(os.environ):
+        if name.startswith("SLASHGATE_"):
+            monkeypatch.delenv(name)
+    assert Settings(runtime="electric").store == "sqlite"
+    assert Settings(runtime="electric", store="memory").store == "memory"
+    assert Settings().store == "memory"  # other runtimes keep nothing there yet
+    monkeypatch.setenv("SLASHGATE_RUNTIME", "electric")
+    assert Settings().store == "sqlite"
+    monkeypatch.setenv("SLASHGATE_STORE", "memory")
+    assert Settings().store == "memory"
+
+
+async def test_a_memory_store_is_announced_at_start(caplog: pytest.LogCaptureFixture):
+    runtime = ElectricRuntime(Settings(runtime="electric", store="memory"))
+    with caplog.at_level(logging.WARNING, logger="slashgate.electric"):
+        await runtime.start()
+        await runtime.stop()
+    assert "state store in memory" in caplog.text

@@ -10,7 +10,7 @@ import pytest
 from contract import Command
 from gateway.state import SqliteStore
 
-from .conftest import commands, say, say_streaming
+from .conftest import ENTITY_TYPE, commands, say, say_streaming
 from .fake_server import FakeElectric, format_offset
 
 
@@ -111,7 +111,7 @@ async def test_reading_resumes_from_the_saved_offset_after_a_restart(
 
     store = SqliteStore(state)
     await store.open()
-    (saved,) = (await store.scan("electric:stream:")).values()
+    saved = await store.get(f"electric:stream:{ENTITY_TYPE}/{entity.id}")
     await store.close()
     assert saved["offset"] == format_offset(entity.stream.tail)
 

@@ -11,10 +11,10 @@ from contract import Command
 
 from ...config import Settings
 from ...events import SessionUpdated
-from ...state import StateStore, open_store
+from ...state import MemoryStore, StateStore, open_store
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import ElectricClient
-from .ids import check_prefix, entity_id, generation_id
+from .ids import check_prefix
 from .session import ElectricSession
 from .wire import ElectricError
 
@@ -45,6 +45,11 @@ class ElectricRuntime(Runtime):
     async def start(self) -> None:
         await self.store.open()
         await self.client.start()
+        if isinstance(self.store, MemoryStore):
+            log.warning(
+                'state store in memory (store = "memory"): after a restart, or once it forgot '
+                "a conversation, every stream is read again from its start"
+            )
 
     async def stop(self) -> None:
         await self.client.close()
@@ -52,9 +57,7 @@ class ElectricRuntime(Runtime):
             await self.store.close()
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        generation = await self.store.get(self.generation_key(key)) or 0
-        ident = generation_id(entity_id(self.prefix, key), generation)
-        session = ElectricSession(self, key, ident, updates)
+        session = ElectricSession(self, key, updates)
         try:
             await session.ensure()
         except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:

@@ -18,7 +18,7 @@ from contract import Category, categorize
 
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import RuntimeSession, Turn, UpdateListener
-from .ids import user_principal
+from .ids import entity_id, generation_id, user_principal
 from .inventory import Inventory
 from .stream import START, Batch
 from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
@@ -38,6 +38,8 @@ _STOP_REASONS = {
     "content-filter": "refusal",
     "refusal": "refusal",
 }
+# The base entity's tag naming the conversation's current generation (the count of /new).
+GENERATION_TAG = "slashgate-generation"
 # Write access for the gateway's users, granted when the gateway creates an entity: the
 # server lets only an entity's creator or a grantee write to it (permissions.ts).
 USER_GRANTS = [{"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}]
@@ -126,12 +128,11 @@ class _Turn:
 
 
 class ElectricSession(RuntimeSession):
-    def __init__(
-        self, runtime: ElectricRuntime, key: str, entity_id: str, updates: UpdateListener
-    ) -> None:
+    def __init__(self, runtime: ElectricRuntime, key: str, updates: UpdateListener) -> None:
         self.runtime = runtime
         self.key = key
-        self.entity_id = entity_id
+        self.base_id = entity_id(runtime.prefix, key)
+        self.generation: int | None = None  # which entity: known once resolved
         self._updates = updates
         self._entity: Entity | None = None
         self._inventory = Inventory()
@@ -140,6 +141,10 @@ class ElectricSession(RuntimeSession):
         self._reader: asyncio.Task[None] | None = None
         self._turn: _Turn | None = None
         self._ready = asyncio.Lock()
+
+    @property
+    def entity_id(self) -> str:
+        return generation_id(self.base_id, self.generation or 0)
 
     @property
     def state_key(self) -> str:
@@ -153,7 +158,11 @@ class ElectricSession(RuntimeSession):
             if self._reader is not None:
                 return
             client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
-            entity = await client.create_entity(type_name, self.entity_id, {"grants": USER_GRANTS})
+            base = await self._resolve()
+            if base is not None and self.generation == 0:
+                entity = base
+            else:
+                entity = await self._create(self.entity_id)
             try:
                 declared = (await client.entity_type(type_name)).slash_commands or []
                 self.runtime.static = tuple(c.command() for c in declared)
@@ -168,6 +177,28 @@ class ElectricSession(RuntimeSession):
             self._entity = entity
             self._inventory = Inventory(self.runtime.static or (), rows)
             self._reader = asyncio.create_task(self._read(entity.streams.main))
+
+    async def _resolve(self) -> Entity | None:
+        """Make ``generation`` known: the store keeps it; when it does not (a fresh or a
+        lossy store), the base entity's tag tells, so that a lost key never brings back the
+        agent a user left with ``/new``. Returns the base entity when it was read for this.
+        """
+        if self.generation is not None:
+            return None
+        store, key = self.runtime.store, self.runtime.generation_key(self.key)
+        saved = await store.get(key)
+        if isinstance(saved, int) and not isinstance(saved, bool) and saved >= 0:
+            self.generation = saved
+            return None
+        base = await self._create(self.base_id)
+        self.generation = _tagged_generation(base)
+        if self.generation:
+            await store.set(key, self.generation)
+        return base
+
+    async def _create(self, ident: str) -> Entity:
+        type_name = self.runtime.settings.electric_entity_type
+        return await self.runtime.client.create_entity(type_name, ident, {"grants": USER_GRANTS})
 
     async def _read(self, stream_path: str) -> None:
         """Follow the stream for good. The inventory is first reported once caught up (not
@@ -303,10 +334,27 @@ class ElectricSession(RuntimeSession):
         state.finish(MessageEnd("cancelled"))
 
     async def reset(self) -> None:
-        """``/new``: the next open of this conversation uses a new entity (a fresh agent)."""
+        """``/new``: the next open of this conversation uses a new entity (a fresh agent).
+        The base entity's tag records it on the server, the store keeps it; the old entity's
+        stream position goes, nothing reads that stream again.
+        """
         await self.close()
-        key = self.runtime.generation_key(self.key)
-        await self.runtime.store.set(key, (await self.runtime.store.get(key) or 0) + 1)
+        try:
+            await self._resolve()
+        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            log.error("/new in %s is lost: its entity is unknown (%s)", self.key, exc)
+            return
+        old = self.state_key
+        self.generation = (self.generation or 0) + 1
+        type_name = self.runtime.settings.electric_entity_type
+        try:
+            await self.runtime.client.set_tag(
+                type_name, self.base_id, GENERATION_TAG, str(self.generation)
+            )
+        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("cannot tag %s with generation %d: %s", self.base_id, self.generation, exc)
+        await self.runtime.store.set(self.runtime.generation_key(self.key), self.generation)
+        await self.runtime.store.delete(old)
 
     async def close(self) -> None:
         if self._turn is not None:
@@ -320,6 +368,18 @@ class ElectricSession(RuntimeSession):
             await self._save()  # what was applied is what a restart resumes after
         except Exception:
             log.exception("cannot save the stream offset of %s", self.entity_id)
+
+
+def _tagged_generation(base: Entity) -> int:
+    tag = base.tags.get(GENERATION_TAG)
+    if tag is None:
+        return 0
+    if not tag.isascii() or not tag.isdigit():
+        log.warning(
+            "%s has a malformed %s tag %r; using the entity itself", base.url, GENERATION_TAG, tag
+        )
+        return 0
+    return int(tag)
 
 
 def _matches(saved: Any, server: str, stream_path: str) -> TypeGuard[dict[str, Any]]:
