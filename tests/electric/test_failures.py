@@ -106,7 +106,7 @@ async def test_gateway_principal_creates_and_reads_users_send(fake: FakeElectric
     assert entity.created_by == "/principal/service%3Aslashgate"
     reads = [r for r in fake.requests if r.path == entity.stream.path]
     assert {r.headers["Electric-Principal"] for r in reads} == {"service:slashgate"}
-    assert fake.sends()[0].headers["Electric-Principal"] == "user:bob"
+    assert fake.sends()[0].headers["Electric-Principal"] == "user:webhook:bob"
 
 
 async def test_unreachable_server_is_generic(fake: FakeElectric, electric_gateway):

@@ -28,7 +28,7 @@ async def test_send_carries_the_user_principal_and_the_composer_input_as_is(
 
     assert body["reply"]["text"] == "Deploying staging now."
     (send,) = fake.sends()
-    assert send.headers["Electric-Principal"] == "user:U_2042_2F_C3_BC"
+    assert send.headers["Electric-Principal"] == "user:webhook:U_2042_2F_C3_BC"
     assert "from" not in send.body
     assert send.body["type"] == "composer_input" and send.body["mode"] == "immediate"
     assert send.body["payload"] == body["forwarded"]["payload"]

@@ -301,7 +301,7 @@ class ElectricSession(RuntimeSession):
                     self.runtime.settings.electric_entity_type,
                     self.entity_id,
                     message,
-                    principal=user_principal(turn.user),
+                    principal=user_principal(self.key, turn.user),
                 )
             except ElectricError as exc:
                 yield http_failure(exc)
