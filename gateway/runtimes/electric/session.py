@@ -224,6 +224,7 @@ class ElectricSession(RuntimeSession):
                     log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
                     self._offset = START
                     self._inventory.clear()
+                    reported = False  # what was reported may be gone: report once caught up
                     continue
                 log.warning("reading %s failed: %s", stream_path, exc)
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
