@@ -472,6 +472,7 @@ class RequestRecord:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any = None
+    status: int | None = None  # the answer's, once given
 
 
 class FakeElectric:
@@ -563,7 +564,12 @@ class FakeElectric:
         return [r for r in self.requests if r.method == "GET" and r.path == stream_path]
 
     def sends(self) -> list[RequestRecord]:
-        return [r for r in self.requests if r.method == "POST" and r.path.endswith("/send")]
+        """The sends the server took (a refused one is in ``requests`` only)."""
+        return [
+            r
+            for r in self.requests
+            if r.method == "POST" and r.path.endswith("/send") and r.status == 200
+        ]
 
     # -- principal (server.ts buildTenantContext) ------------------------------------------
 
@@ -576,16 +582,20 @@ class FakeElectric:
                 body = json.loads(raw) if raw.strip() else None
             except ValueError:
                 body = raw
-        self.requests.append(
-            RequestRecord(
-                request.method, request.path, dict(request.query), dict(request.headers), body
-            )
+        record = RequestRecord(
+            request.method, request.path, dict(request.query), dict(request.headers), body
         )
+        self.requests.append(record)
         self.changed()
         header = request.headers.get("Electric-Principal")
         if self.require_principal and parse_principal(header) is None:
-            return api_error(401, "UNAUTHORIZED", "Missing Electric-Principal")
-        return await handler(request)
+            response: web.StreamResponse = api_error(
+                401, "UNAUTHORIZED", "Missing Electric-Principal"
+            )
+        else:
+            response = await handler(request)
+        record.status = response.status
+        return response
 
     @staticmethod
     def principal(request: web.Request) -> str:

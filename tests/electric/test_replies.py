@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import aiohttp
+
 from contract import composer_input_problems, utf16_len
 from gateway.runtimes.electric import ElectricRuntime
 from gateway.state import SqliteStore
@@ -51,11 +53,37 @@ async def test_one_entity_per_conversation(fake: FakeElectric, electric_gateway)
         f"/{ENTITY_TYPE}/gw-webhook_3Aroom_202",
         f"/{ENTITY_TYPE}/gw-webhook_3Aroom_2F1",
     ]
-    # The gateway's users may write to the entities it creates.
-    entity = fake.entities[f"/{ENTITY_TYPE}/gw-webhook_3Aroom_2F1"]
+
+
+async def test_only_the_conversations_users_may_write_to_its_entity(
+    fake: FakeElectric, electric_gateway
+):
+    fake.require_principal = True
+    async with electric_gateway(electric_principal="service:slashgate") as server:
+        first = await say(server, "one", user="alice")
+        again = await say(server, "two", user="alice")
+        other = await say(server, "three", user="bob")
+
+    assert [b["reply"]["text"] for b in (first, again, other)] == ["one", "two", "three"]
+    (entity,) = fake.entities.values()
     assert entity.grants == [
-        {"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}
-    ]
+        {
+            "subject_kind": "principal",
+            "subject_value": f"/principal/user%3Awebhook%3A{name}",
+            "permission": "write",
+        }
+        for name in ("alice", "bob")
+    ], "one grant per user, given at the user's first send"
+    # Anyone else, a user of the same server included, is refused.
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{fake.url}/_electric/entities{entity.url}/send",
+            json={"type": "composer_input", "payload": {"source": "hi", "nodes": []}},
+            headers={"Electric-Principal": "user:mallory"},
+        ) as response,
+    ):
+        assert response.status == 401
 
 
 async def test_new_starts_a_fresh_entity_and_restarts_keep_it(

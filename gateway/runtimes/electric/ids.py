@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from urllib.parse import quote
 
 _SAFE = re.compile(r"[A-Za-z0-9-]")
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -70,3 +71,10 @@ def user_principal(conversation_key: str, user: str) -> str:
     """
     channel = conversation_key.partition(":")[0]
     return f"user:{escape(channel)}:{_bounded(escape(user), user)}"
+
+
+def principal_url(principal: str) -> str:
+    """principal.ts ``principalUrl``: ``/principal/`` and the key as encodeURIComponent
+    writes it (the same as ``quote`` for the characters our principals hold).
+    """
+    return "/principal/" + quote(principal, safe="")

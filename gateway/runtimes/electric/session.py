@@ -18,7 +18,7 @@ from contract import Category, categorize
 
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import RuntimeSession, Turn, UpdateListener
-from .ids import entity_id, generation_id, user_principal
+from .ids import entity_id, generation_id, principal_url, user_principal
 from .inventory import Inventory
 from .stream import START, Batch
 from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
@@ -40,9 +40,6 @@ _STOP_REASONS = {
 }
 # The base entity's tag naming the conversation's current generation (the count of /new).
 GENERATION_TAG = "slashgate-generation"
-# Write access for the gateway's users, granted when the gateway creates an entity: the
-# server lets only an entity's creator or a grantee write to it (permissions.ts).
-USER_GRANTS = [{"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}]
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 
 
@@ -198,7 +195,7 @@ class ElectricSession(RuntimeSession):
 
     async def _create(self, ident: str) -> Entity:
         type_name = self.runtime.settings.electric_entity_type
-        return await self.runtime.client.create_entity(type_name, ident, {"grants": USER_GRANTS})
+        return await self.runtime.client.create_entity(type_name, ident, {})
 
     async def _read(self, stream_path: str) -> None:
         """Follow the stream for good. The inventory is first reported once caught up (not
@@ -298,12 +295,7 @@ class ElectricSession(RuntimeSession):
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
         try:
             try:
-                await client.send(
-                    self.runtime.settings.electric_entity_type,
-                    self.entity_id,
-                    message,
-                    principal=user_principal(self.key, turn.user),
-                )
+                await self._send(message, user_principal(self.key, turn.user))
             except ElectricError as exc:
                 yield http_failure(exc)
                 return
@@ -320,6 +312,31 @@ class ElectricSession(RuntimeSession):
             # next one, so that ``cancel`` still interrupts the agent.
             if self._turn is state and state.done:
                 self._turn = None
+
+    async def _send(self, message: dict[str, Any], principal: str) -> None:
+        """Send as the chat user. Only the entity's creator (the gateway) and its grantees
+        may write to it (permissions.ts): a user's first send is refused (401) until the
+        gateway grants that one principal write, then sent again. A grant the gateway may
+        not give leaves the user with the send's refusal.
+        """
+        client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
+        try:
+            await client.send(type_name, self.entity_id, message, principal)
+            return
+        except ElectricError as exc:
+            if exc.status != 401:
+                raise
+            refused = exc
+        grant = {
+            "subject_kind": "principal",
+            "subject_value": principal_url(principal),
+            "permission": "write",
+        }
+        try:
+            await client.grant(type_name, self.entity_id, grant)
+        except ElectricError:
+            raise refused from None
+        await client.send(type_name, self.entity_id, message, principal)
 
     async def cancel(self) -> None:
         state = self._turn
