@@ -17,6 +17,8 @@ from .wire import BAD_RESPONSE, DUPLICATE_URL, ElectricError, Entity, EntityType
 _M = TypeVar("_M", bound=BaseModel)
 
 PRINCIPAL_HEADER = "Electric-Principal"
+# What a request raises when the server refused it or it did not get through.
+REQUEST_ERRORS = (ElectricError, aiohttp.ClientError, TimeoutError)
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
 
 

@@ -8,16 +8,17 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import aiohttp
 
-from contract import Category, categorize
+from contract import Category
 
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import RuntimeSession, Turn, UpdateListener
+from .client import REQUEST_ERRORS
 from .ids import entity_id, generation_id, principal_url, user_principal
 from .inventory import Inventory
 from .stream import START, Batch
@@ -101,7 +102,7 @@ class _Turn:
             return
         reason = str(value.get("finish_reason") or "")
         if status == "failed":
-            self.finish(self.error or ErrorEvent(categorize(reason), f"the run failed ({reason})"))
+            self.finish(self.error or ErrorEvent.from_text(f"the run failed ({reason})"))
         else:
             self.finish(MessageEnd(_STOP_REASONS.get(reason, "end_turn")))
 
@@ -116,7 +117,7 @@ class _Turn:
 
     def _error(self, value: dict[str, Any]) -> None:
         message = str(value.get("message") or value.get("error_code") or "")
-        error = ErrorEvent(categorize(message), message or "failed")
+        error = ErrorEvent.from_text(message or "failed")
         run_id = value.get("run_id")
         if run_id is None or value.get("error_code") == HANDLER_FAILED:
             self.finish(error)  # the handler or the wake failed: no run will end it
@@ -163,7 +164,7 @@ class ElectricSession(RuntimeSession):
             try:
                 declared = (await client.entity_type(type_name)).slash_commands or []
                 self.runtime.static = tuple(c.command() for c in declared)
-            except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            except REQUEST_ERRORS as exc:
                 log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
             saved = await self.runtime.store.get(self.state_key)
             if _matches(saved, self.runtime.client.shown, entity.streams.main):
@@ -281,26 +282,17 @@ class ElectricSession(RuntimeSession):
     # -- turns ----------------------------------------------------------------------------
 
     async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        client = self.runtime.client
-        try:
-            await self.ensure()
-        except ElectricError as exc:
-            yield http_failure(exc)
-            return
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            yield network_failure(client.shown, exc)
+        failure = await self._request(self.ensure())
+        if failure is not None:
+            yield failure
             return
         state = _Turn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
         try:
-            try:
-                await self._send(message, user_principal(self.key, turn.user))
-            except ElectricError as exc:
-                yield http_failure(exc)
-                return
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                yield network_failure(client.shown, exc)
+            failure = await self._request(self._send(message, user_principal(self.key, turn.user)))
+            if failure is not None:
+                yield failure
                 return
             while True:
                 event = await state.events.get()
@@ -312,6 +304,16 @@ class ElectricSession(RuntimeSession):
             # next one, so that ``cancel`` still interrupts the agent.
             if self._turn is state and state.done:
                 self._turn = None
+
+    async def _request(self, call: Awaitable[None]) -> ErrorEvent | None:
+        """Await one step of a turn that talks to the server: None, or the user's failure."""
+        try:
+            await call
+        except ElectricError as exc:
+            return http_failure(exc)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return network_failure(self.runtime.client.shown, exc)
+        return None
 
     async def _send(self, message: dict[str, Any], principal: str) -> None:
         """Send as the chat user. Only the entity's creator (the gateway) and its grantees
@@ -346,7 +348,7 @@ class ElectricSession(RuntimeSession):
             await self.runtime.client.signal(
                 self.runtime.settings.electric_entity_type, self.entity_id, "SIGINT"
             )
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.warning("SIGINT to %s failed: %s", self.entity_id, exc)
         # The aborted run's end may never be told apart from later runs: stop here.
         state.finish(MessageEnd("cancelled"))
@@ -359,7 +361,7 @@ class ElectricSession(RuntimeSession):
         await self.close()
         try:
             await self._resolve()
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.error("/new in %s is lost: its entity is unknown (%s)", self.key, exc)
             return
         old = self.state_key
@@ -369,7 +371,7 @@ class ElectricSession(RuntimeSession):
             await self.runtime.client.set_tag(
                 type_name, self.base_id, GENERATION_TAG, str(self.generation)
             )
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.warning("cannot tag %s with generation %d: %s", self.base_id, self.generation, exc)
         await self.runtime.store.set(self.runtime.generation_key(self.key), self.generation)
         await self.runtime.store.delete(old)
