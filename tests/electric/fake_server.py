@@ -647,6 +647,28 @@ class FakeElectric:
             return api_error(404, "NOT_FOUND", f"Entity not found at /{type_name}/{entity_id}")
         return api_error(404, "UNKNOWN_ENTITY_TYPE", f'Entity type "{type_name}" not found')
 
+    async def _entity_body(
+        self,
+        request: web.Request,
+        fields: dict[str, Callable[[Any], bool]],
+        required: str | None = None,
+    ) -> tuple[FakeEntity, dict[str, Any]] | web.Response:
+        """withExistingEntity, then withSchema (``required``: a string field it demands)."""
+        entity = self._existing(request)
+        if isinstance(entity, web.Response):
+            return entity
+        body = await self._body(request, fields)
+        if isinstance(body, web.Response):
+            return body
+        if required is not None and required not in body:
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Request body does not match API schema",
+                [{"path": f"/{required}", "message": "must be string"}],
+            )
+        return entity, body
+
     async def spawn(self, request: web.Request) -> web.Response:
         type_name, entity_id = request.match_info["type"], request.match_info["id"]
         if type_name == "principal":
@@ -702,12 +724,10 @@ class FakeElectric:
         return web.json_response(entity.public())
 
     async def send(self, request: web.Request) -> web.Response:
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, SEND_FIELDS)
-        if isinstance(body, web.Response):
-            return body
+        found = await self._entity_body(request, SEND_FIELDS)
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if self.mangle_send is not None:
             body = self.mangle_send(body)
         principal = self.principal(request)
@@ -755,19 +775,11 @@ class FakeElectric:
         return web.json_response({"txid": txid})
 
     async def signal(self, request: web.Request) -> web.Response:
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, {"signal": lambda v: v in SIGNALS, "reason": _is_str})
-        if isinstance(body, web.Response):
-            return body
-        if "signal" not in body:
-            return api_error(
-                400,
-                "INVALID_REQUEST",
-                "Request body does not match API schema",
-                [{"path": "/signal", "message": "must be string"}],
-            )
+        fields = {"signal": lambda v: v in SIGNALS, "reason": _is_str}
+        found = await self._entity_body(request, fields, required="signal")
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if entity.status in ("stopped", "killed"):
             return api_error(409, "INVALID_SIGNAL", f"Cannot signal a {entity.status} entity")
         previous = entity.status
@@ -786,12 +798,10 @@ class FakeElectric:
 
     async def grant(self, request: web.Request) -> web.Response:
         """createEntityPermissionGrant: a plain insert (the same grant twice is two rows)."""
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, {})
-        if isinstance(body, web.Response):
-            return body
+        found = await self._entity_body(request, {})
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if not _is_grant(body):
             return api_error(400, "INVALID_REQUEST", "Request body does not match API schema")
         if not entity.allows(self.principal(request), "manage"):
@@ -804,19 +814,10 @@ class FakeElectric:
         )
 
     async def set_tag(self, request: web.Request) -> web.Response:
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, {"value": _is_str})
-        if isinstance(body, web.Response):
-            return body
-        if "value" not in body:
-            return api_error(
-                400,
-                "INVALID_REQUEST",
-                "Request body does not match API schema",
-                [{"path": "/value", "message": "must be string"}],
-            )
+        found = await self._entity_body(request, {"value": _is_str}, required="value")
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if not entity.allows(self.principal(request), "write"):
             return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to write {entity.url}")
         if entity.status in ("stopping", "stopped", "killed"):
