@@ -154,6 +154,20 @@ async def test_new_is_kept_by_the_store_when_the_server_refuses_the_tag(
     assert fake.sends()[-1].path.endswith("/slashgate-webhook_3Ac1.g1/send")
 
 
+async def test_a_foreign_generation_tag_is_ignored(fake: FakeElectric, electric_gateway):
+    async with aiohttp.ClientSession() as http:
+        async with http.put(
+            f"{fake.url}/_electric/entities/{ENTITY_TYPE}/slashgate-webhook_3Ac1",
+            json={"tags": {"slashgate-generation": "two"}},
+        ) as response:
+            assert response.status == 201
+    async with electric_gateway() as server:
+        body = await say(server, "hello")
+
+    assert body["reply"]["text"] == "hello"
+    assert fake.sends()[-1].path.endswith("/slashgate-webhook_3Ac1/send")
+
+
 async def test_a_memory_store_that_forgets_costs_only_a_reread(
     fake: FakeElectric, electric_gateway
 ):
