@@ -1,9 +1,9 @@
 """Durable state behind one small interface: namespaced string keys, JSON values.
 
-Holds what must survive a restart of the gateway (runtime stream offsets today; sessions,
-queues and dedupe keys later). Keys are namespaced by their owner, ``"<area>:<name>"``,
-so that one store serves every part of the gateway. Values are anything ``json`` can
-encode; every store hands back a fresh copy, never a shared object.
+Holds what must survive a restart of the gateway (the Electric runtime's stream positions and
+/new counts today; sessions, queues and dedupe keys later). Keys are namespaced by their owner,
+``"<area>:<name>"``, so that one store serves every part of the gateway. Values are anything
+``json`` can encode; every store hands back a fresh copy, never a shared object.
 """
 
 from __future__ import annotations
