@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 from contract import Command, utf16_len
 
+from .render import fitting_prefix
+
 log = logging.getLogger("slashgate.telegram")
 
 MAX_COMMANDS = 100
@@ -45,9 +47,7 @@ def describe(command: Command) -> str:
     text = " ".join(command.description.split()) or " ".join((command.hint or command.name).split())
     if utf16_len(text) <= MAX_DESCRIPTION:
         return text
-    while utf16_len(text) > MAX_DESCRIPTION - 1:
-        text = text[:-1]
-    return text.rstrip() + "…"
+    return text[: fitting_prefix(text, MAX_DESCRIPTION - 1)].rstrip() + "…"
 
 
 @dataclass(frozen=True)

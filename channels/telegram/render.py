@@ -340,7 +340,7 @@ def _cut(text: str, room: int) -> tuple[str, str]:
     fits, else the last space, else anywhere (never inside a surrogate pair). The separator
     itself is dropped: the message boundary replaces it.
     """
-    fit = _fitting_prefix(text, room)
+    fit = fitting_prefix(text, room)
     if fit == 0:
         return "", text
     for separator in ("\n", " "):
@@ -350,7 +350,7 @@ def _cut(text: str, room: int) -> tuple[str, str]:
     return text[:fit], text[fit:]
 
 
-def _fitting_prefix(text: str, room: int) -> int:
+def fitting_prefix(text: str, room: int) -> int:
     """The largest number of code points of ``text`` that take at most ``room`` UTF-16 units."""
     if utf16_len(text[:room]) <= room:
         return min(room, len(text))

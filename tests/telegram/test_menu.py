@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
 from channels.telegram.menu import MAX_COMMANDS, NAME, Menu, telegram_name
-from contract import Command
+from contract import Command, utf16_len
 
 HOST = [Command(name=n, description=f"{n} it", source="gateway") for n in ("help", "new")]
 
@@ -90,6 +91,15 @@ def test_descriptions_are_one_line_of_1_to_256_characters() -> None:
     assert described["bare"] == "bare"
     assert described["lines"] == "first second third"
     assert len(described["long"]) == 256 and described["long"].endswith("…")
+
+
+def test_a_huge_description_is_cut_at_once_without_splitting_a_character() -> None:
+    # Cut in the event loop, at start and on every change: it must not grow with the text.
+    started = time.perf_counter()
+    [(_, text)] = Menu.build([Command(name="big", description="é😀" * 20_000)]).commands
+    assert time.perf_counter() - started < 0.5  # cutting one character at a time took seconds
+    assert text == "é😀" * 85 + "…"  # 255 UTF-16 units, then the ellipsis
+    assert utf16_len(text) == 256
 
 
 MENU = Menu.build(
