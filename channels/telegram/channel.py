@@ -29,7 +29,7 @@ from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 
-from .delivery import RetryAfter, Target, Throttle
+from .delivery import Requests, Target, Throttle
 from .intake import Intake
 from .menu import Menu
 from .permissions import Permissions
@@ -55,7 +55,7 @@ class TelegramChannel(Channel):
         secret = settings.telegram_secret  # required in webhook mode (Settings checks it)
         self._secret = secret.get_secret_value().encode() if secret else b""
         session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base))
-        session.middleware(RetryAfter())
+        session.middleware(Requests())
         self.bot = Bot(settings.telegram_token.get_secret_value(), session=session)
         self.intake = Intake(MAX_IN_FLIGHT)
         self.dispatcher = Dispatcher()

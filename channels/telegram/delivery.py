@@ -1,20 +1,29 @@
-"""Talking to the Bot API the way Telegram wants: wait out 429s, fall back to plain text when
-the entities are refused, treat "message is not modified" as done, pace edits per chat.
+"""Talking to the Bot API the way Telegram wants: keep the token out of errors, wait out 429s,
+fall back to plain text when the entities are refused, treat "message is not modified" as
+done, pace edits per chat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from aiogram import Bot
 from aiogram.client.session.middlewares.base import (
     BaseRequestMiddleware,
     NextRequestMiddlewareType,
 )
-from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.exceptions import (
+    AiogramError,
+    ClientDecodeError,
+    DetailedAiogramError,
+    TelegramBadRequest,
+    TelegramRetryAfter,
+)
 from aiogram.methods import TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
@@ -28,8 +37,13 @@ log = logging.getLogger("slashgate.telegram")
 HTML = "HTML"
 
 
-class RetryAfter(BaseRequestMiddleware):
-    """Flood control (429) says how long to wait: wait that long and send again, never drop."""
+class Requests(BaseRequestMiddleware):
+    """What every Bot API request gets. Flood control (429) says how long to wait: wait that
+    long and send again, never drop. Any other error leaves without the token: it is part of
+    every request URL, and aiohttp's errors quote the URL (aiogram copies their text into
+    TelegramNetworkError), so it is taken out before anything logs the error, aiogram's
+    polling loop included.
+    """
 
     async def __call__(
         self,
@@ -47,6 +61,30 @@ class RetryAfter(BaseRequestMiddleware):
                     exc.retry_after,
                 )
                 await asyncio.sleep(exc.retry_after)
+            except AiogramError as exc:
+                _redact(exc, (bot.token, quote(bot.token, safe="")))
+                raise
+
+
+def _redact(exc: AiogramError, secrets: tuple[str, ...]) -> None:
+    def clean(text: str) -> str:
+        for secret in secrets:
+            text = text.replace(secret, "<token>")
+        return text
+
+    if isinstance(exc, (DetailedAiogramError, ClientDecodeError)):
+        exc.message = clean(exc.message)
+    if isinstance(exc, ClientDecodeError):  # what a wrong server answered may echo the URL
+        if any(secret in str(exc.data) for secret in secrets):
+            exc.data = clean(str(exc.data))
+        if any(secret in str(exc.original) for secret in secrets):
+            exc.original = ValueError(clean(str(exc.original)))
+    if exc.__cause__ is not None or exc.__context__ is not None:
+        shown = "".join(traceback.format_exception(exc))  # as a logged traceback would be
+        if any(secret in shown for secret in secrets):
+            # The original errors (aiohttp's, with the URL) go; the message says what it was.
+            exc.__cause__ = None
+            exc.__suppress_context__ = True
 
 
 class Throttle:

@@ -1,5 +1,6 @@
 """A fake Telegram Bot API on 127.0.0.1: checks parameters as Telegram does, records what was
-sent, and can inject failures (429 with retry_after, any error for the next matching call).
+sent, and can inject failures (429 with retry_after, any error for the next matching call, a
+redirect back to the same URL until aiohttp gives up, an HTML page quoting the URL).
 
 What it checks, after the Bot API documentation:
 - command names ``[a-z0-9_]{1,32}``, descriptions 1-256 characters, at most 100 commands;
@@ -32,6 +33,7 @@ from contract import utf16_len
 TOKEN = "123456:TEST-token_for-the-fake"
 BOT_ID = 123456
 WAIT = 10.0
+REDIRECTS = 10  # aiohttp's limit: the call fails at the tenth redirect
 
 COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 _JSON_FIELDS = {"commands", "reply_markup", "reply_parameters", "allowed_updates", "scope"}
@@ -176,6 +178,7 @@ class Fault:
     description: str
     parameters: dict[str, Any] | None
     when: Callable[[dict[str, Any]], bool]
+    page: bool = False  # an HTML page, not the Bot API's JSON
 
 
 class FakeBotAPI:
@@ -235,6 +238,18 @@ class FakeBotAPI:
             parameters={"retry_after": retry_after}, times=times,
         )  # fmt: skip
 
+    def wrong_server(self, method: str) -> None:
+        """Answer the next call of ``method`` as a server that is not the Bot API may: an
+        HTML 404 page quoting the request path, token included.
+        """
+        self._faults[method].append(Fault(404, "", None, lambda params: True, page=True))
+
+    def redirect_loop(self, method: str, calls: int = 1) -> None:
+        """Redirect the next ``calls`` calls of ``method`` to themselves until aiohttp gives
+        up (TooManyRedirects, whose text quotes the URL, token included).
+        """
+        self.inject(method, 307, "redirect", times=REDIRECTS * calls)
+
     async def push_update(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates (long polling)."""
         self._updates.append(update)
@@ -268,10 +283,16 @@ class FakeBotAPI:
         method = request.match_info["method"]
         params = await _params(request)
         self.calls.append(Call(method, params))
+        await self._notify()  # a long poll answers late: the call itself is news
         try:
             for fault in list(self._faults[method]):
                 if fault.when(params):
                     self._faults[method].remove(fault)
+                    if fault.page:
+                        page = f"<pre>Cannot POST {request.path}</pre>"
+                        return web.Response(status=404, text=page, content_type="text/html")
+                    if 300 <= fault.code < 400:
+                        return web.Response(status=fault.code, headers={"Location": request.path})
                     raise ApiError(fault.code, fault.description, fault.parameters)
             handler = getattr(self, f"_m_{method}", None)
             if handler is None:
