@@ -1,6 +1,6 @@
 """Talking to the Bot API the way Telegram wants: keep the token out of errors, wait out 429s,
-fall back to plain text when the entities are refused, treat "message is not modified" as
-done, pace edits per chat.
+retry what must arrive after a network error or a 5xx, fall back to plain text when the
+entities are refused, treat "message is not modified" as done, pace edits per chat.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from aiogram import Bot
@@ -22,7 +23,10 @@ from aiogram.exceptions import (
     ClientDecodeError,
     DetailedAiogramError,
     TelegramBadRequest,
+    TelegramEntityTooLarge,
+    TelegramNetworkError,
     TelegramRetryAfter,
+    TelegramServerError,
 )
 from aiogram.methods import TelegramMethod
 from aiogram.methods.base import TelegramType
@@ -35,6 +39,11 @@ from .render import Chunk
 log = logging.getLogger("slashgate.telegram")
 
 HTML = "HTML"
+RETRIES = 4  # further attempts after a network error or a 5xx, for what must arrive
+RETRY_BASE = 0.5  # seconds before the first of them, doubling after each
+RETRY_WITHIN = 15.0  # seconds: no attempt starts later than this after the first
+
+T = TypeVar("T")
 
 
 class Requests(BaseRequestMiddleware):
@@ -85,6 +94,27 @@ def _redact(exc: AiogramError, secrets: tuple[str, ...]) -> None:
             # The original errors (aiohttp's, with the URL) go; the message says what it was.
             exc.__cause__ = None
             exc.__suppress_context__ = True
+
+
+async def persistently(send: Callable[[], Awaitable[T]]) -> T:
+    """Call ``send``; after a network error or a 5xx (usually brief) call it again, a few times
+    with backoff, within RETRY_WITHIN seconds. For what the user must get: a network error
+    can hide a request that went through, and a repeated message beats a missing one.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + RETRY_WITHIN
+    delay = RETRY_BASE
+    for _ in range(RETRIES):
+        try:
+            return await send()
+        except (TelegramNetworkError, TelegramServerError) as exc:
+            if isinstance(exc, TelegramEntityTooLarge) or loop.time() + delay > deadline:
+                raise
+            name = exc.method.__api_method__
+            log.warning("%s failed (%s): trying again in %.1f s", name, exc.message, delay)
+        await asyncio.sleep(delay)
+        delay *= 2
+    return await send()
 
 
 class Throttle:

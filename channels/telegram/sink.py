@@ -1,14 +1,18 @@
 """How one input's reply appears in Telegram: typing, a streamed preview, the final message.
 
-Private chats stream with sendMessageDraft; other chats get a placeholder message that is
-edited as text arrives (paced per chat), then replaced by the final text. The first preview
-waits one edit interval, so a quick reply is just one message.
+Private chats stream with sendMessageDraft (sent again while the run lasts: Telegram shows a
+draft for 30 seconds); other chats get a placeholder message that is edited as text arrives
+(paced per chat), then replaced by the final text. The first preview waits one edit
+interval, so a quick reply is just one message. The final text is sent persistently (see
+``delivery.persistently``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from functools import partial
 from typing import TYPE_CHECKING
 
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramNotFound
@@ -17,7 +21,7 @@ from contract import Classification, ComposerInputMessage
 from gateway.events import PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply, ReplySink
 
-from .delivery import HTML, Target, edit_chunk, entities_refused, send_chunk
+from .delivery import HTML, Target, edit_chunk, entities_refused, persistently, send_chunk
 from .render import Chunk, escape, preview, render
 
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("slashgate.telegram")
 
 TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
+DRAFT_EVERY = 20.0  # a draft is shown for 30 seconds: send it again before it goes
 FAILURE_PREFIX = "⚠️ "
 
 
@@ -74,12 +79,14 @@ class TelegramSink(ReplySink):
         if self._placeholder is not None:
             await self.channel.throttle.wait(str(self.target.chat_id))
             try:
-                await edit_chunk(self.bot, self.target, self._placeholder, chunks[0])
+                await persistently(
+                    partial(edit_chunk, self.bot, self.target, self._placeholder, chunks[0])
+                )
                 first = 1
             except TelegramBadRequest as exc:  # the placeholder is gone: send a new message
                 log.warning("could not edit the placeholder (%s); sending anew", exc.message)
         for i, chunk in enumerate(chunks[first:], start=first):
-            await send_chunk(self.bot, self.target, chunk, quote=i == 0)
+            await persistently(partial(send_chunk, self.bot, self.target, chunk, quote=i == 0))
 
     # -- typing and previews --------------------------------------------------------------
 
@@ -98,7 +105,10 @@ class TelegramSink(ReplySink):
     async def _stream(self) -> None:
         earliest = self._started + self.channel.throttle.interval
         while True:
-            await self._dirty.wait()
+            # Not wait_for: on 3.11 it can swallow a cancel that meets the event being set.
+            with contextlib.suppress(TimeoutError):  # no news: the same draft again
+                async with asyncio.timeout(DRAFT_EVERY if self._draft else None):
+                    await self._dirty.wait()
             await self.channel.throttle.wait(str(self.target.chat_id), earliest)
             self._dirty.clear()
             chunk = preview("".join(self._parts))

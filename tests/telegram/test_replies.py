@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import pytest
+
+from channels.telegram import delivery, sink
 from channels.telegram.sink import TYPING_EVERY
 from contract import Command
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd
 
 from .fake_bot_api import NOT_MODIFIED, WAIT, FakeBotAPI
-from .helpers import GROUP, PRIVATE, Scripted, Start, message_update
+from .helpers import GROUP, PRIVATE, Scripted, ScriptedTurn, Served, Start, message_update
 
 GO = Command(name="go", description="Go")
 INTERVAL = 0.2
@@ -189,18 +192,29 @@ async def test_typing_is_shown_while_the_agent_works(telegram: Start, fake: Fake
         assert fake.texts(GROUP) == ["✅ /go executed."]
 
 
+async def partial_in_group(served: Served, runtime: Scripted) -> ScriptedTurn:
+    """/go in the group, and the first part of its reply."""
+    await served.post(message_update(GROUP, "/go"))
+    turn = await runtime.next_turn()
+    turn.emit(MessageDelta("partial"))
+    return turn
+
+
+async def finish_whole(served: Served, turn: ScriptedTurn) -> None:
+    """The rest of the reply, and its end; returns once the update is handled."""
+    turn.emit(MessageDelta(" and whole"), MessageEnd())
+    await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+
+
 async def test_a_failed_preview_does_not_cost_the_final_message(
     telegram: Start, fake: FakeBotAPI
 ) -> None:
     fake.inject("sendMessage", 400, "Bad Request: not enough rights to send text messages")
     runtime = Scripted(GO)
     async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
-        await served.post(message_update(GROUP, "/go"))
-        turn = await runtime.next_turn()
-        turn.emit(MessageDelta("partial"))
+        turn = await partial_in_group(served, runtime)
         await fake.wait(lambda: bool(fake.errors))  # the placeholder was refused
-        turn.emit(MessageDelta(" and whole"), MessageEnd())
-        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        await finish_whole(served, turn)
         assert fake.texts(GROUP) == ["partial and whole"]
 
 
@@ -209,13 +223,80 @@ async def test_a_deleted_placeholder_gets_the_final_text_as_a_new_message(
 ) -> None:
     runtime = Scripted(GO)
     async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
-        await served.post(message_update(GROUP, "/go"))
-        turn = await runtime.next_turn()
-        turn.emit(MessageDelta("partial"))
+        turn = await partial_in_group(served, runtime)
         await fake.wait(lambda: fake.texts(GROUP) == ["partial"])
         [placeholder] = fake.messages(GROUP)
         del fake.sent[(GROUP, placeholder.message_id)]  # someone deleted it
-        turn.emit(MessageDelta(" and whole"), MessageEnd())
-        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        await finish_whole(served, turn)
         assert fake.texts(GROUP) == ["partial and whole"]
         assert ("editMessageText", "Bad Request: message to edit not found") in fake.errors
+
+
+async def test_the_final_text_outlasts_server_and_network_errors(
+    telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delivery, "RETRY_BASE", 0.01)
+    fake.inject("sendMessage", 502, "Bad Gateway", times=2)
+    fake.redirect_loop("sendMessage")  # then a network error
+    async with telegram() as served:
+        await served.deliver(message_update(PRIVATE, "/echo arrives"))
+        assert fake.texts(PRIVATE) == ["arrives"]
+        assert fake.errors == [("sendMessage", "Bad Gateway")] * 2
+
+
+async def test_the_final_edit_of_a_placeholder_is_retried(
+    telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delivery, "RETRY_BASE", 0.01)
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
+        turn = await partial_in_group(served, runtime)
+        await fake.wait(lambda: fake.texts(GROUP) == ["partial"])
+        fake.inject("editMessageText", 500, "Internal Server Error")
+        await finish_whole(served, turn)
+        assert fake.texts(GROUP) == ["partial and whole"]  # the placeholder, edited
+        assert ("editMessageText", "Internal Server Error") in fake.errors
+
+
+@pytest.mark.parametrize(
+    ("base", "within", "attempts"),
+    [
+        (0.01, 15.0, delivery.RETRIES + 1),  # the number of attempts is bounded
+        (0.2, 0.5, 2),  # so is the time: the second wait (0.4 s) would end past 0.5 s
+    ],
+    ids=["number", "time"],
+)
+async def test_retries_end_within_bounds(
+    telegram: Start,
+    fake: FakeBotAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    base: float,
+    within: float,
+    attempts: int,
+) -> None:
+    monkeypatch.setattr(delivery, "RETRY_BASE", base)
+    monkeypatch.setattr(delivery, "RETRY_WITHIN", within)
+    fake.inject("sendMessage", 503, "Service Unavailable", times=100)
+    async with telegram() as served:
+        await served.deliver(message_update(PRIVATE, "/echo lost"))  # ends: it gives up
+        assert len(fake.calls_to("sendMessage")) == attempts
+        assert fake.texts(PRIVATE) == []
+
+
+async def test_a_draft_is_sent_again_before_telegram_drops_it(
+    telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert sink.DRAFT_EVERY < 30  # Telegram shows a draft for 30 seconds
+    monkeypatch.setattr(sink, "DRAFT_EVERY", 0.1)
+    runtime = Scripted(GO)
+    async with telegram(runtime, telegram_edit_interval=0.05) as served:
+        await served.post(message_update(PRIVATE, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("still thinking"))
+        await fake.wait(lambda: len(fake.drafts) >= 3)  # the agent is quiet; the draft stays
+        turn.emit(MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(PRIVATE) == ["still thinking"]
+        assert {draft.params["text"] for draft in fake.drafts} == {"still thinking"}
+        moments = [draft.at for draft in fake.drafts]
+        assert all(b - a >= 0.09 for a, b in itertools.pairwise(moments))

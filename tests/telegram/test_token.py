@@ -11,6 +11,7 @@ import pytest
 from aiogram.exceptions import ClientDecodeError, TelegramNetworkError
 from pydantic import SecretStr
 
+from channels.telegram import delivery
 from gateway.server import running
 from tests.conftest import make_settings
 
@@ -52,9 +53,13 @@ async def test_a_server_echoing_the_url_fails_the_start_without_showing_the_toke
 
 
 async def test_a_network_error_on_a_reply_is_logged_without_the_token(
-    telegram: Start, fake: FakeBotAPI, caplog: pytest.LogCaptureFixture
+    telegram: Start,
+    fake: FakeBotAPI,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake.redirect_loop("sendMessage")
+    monkeypatch.setattr(delivery, "RETRY_BASE", 0.01)
+    fake.redirect_loop("sendMessage", calls=delivery.RETRIES + 1)  # every attempt fails
     with caplog.at_level(logging.DEBUG):
         async with telegram() as served:
             await served.deliver(message_update(GROUP, "/echo lost"))
