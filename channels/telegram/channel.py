@@ -99,7 +99,7 @@ class TelegramChannel(Channel):
         self.me = await self.bot.me()
         username = self.me.username or ""
         self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)
-        self.gateway.subscribe(self._inventory_changed)
+        self.gateway.subscribe(self.inventory_changed)
         menu = self.gateway.menu()
         if menu is not None:  # None: the runtime has not answered yet, publish nothing
             self.menu = Menu.build(menu)
@@ -253,7 +253,12 @@ class TelegramChannel(Channel):
 
     # -- the command menu -----------------------------------------------------------------
 
-    def _inventory_changed(self, inventory: tuple[Command, ...]) -> None:
+    def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
+        """The gateway's inventory listener: publish the new menu after ``menu_debounce``
+        seconds (changes meanwhile go out with it). Not once stopping: the session closes.
+        """
+        if self._stopping:
+            return
         self.menu = Menu.build(inventory)  # names typed back work at once
         if self._publisher is None or self._publisher.done():
             self._publisher = asyncio.create_task(self._publish_later())

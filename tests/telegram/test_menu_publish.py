@@ -4,6 +4,7 @@ for want of an answer, and menu names typed back run the original command.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -64,15 +65,31 @@ async def test_nothing_is_published_before_the_runtime_answers(
 
 
 async def test_changes_are_republished_once_per_burst(telegram: Start, fake: FakeBotAPI) -> None:
-    async with telegram() as served:  # the demo runtime: /remember adds a command
-        served.channel.menu_debounce = 0.3
-        await served.deliver(message_update(PRIVATE, "/remember alpha first"))
-        await served.deliver(message_update(PRIVATE, "/remember beta second"))
+    alpha = Command(name="alpha", description="A")
+    beta = Command(name="beta", description="B")
+    async with telegram(Scripted(*INVENTORY)) as served:
+        channel, menu = served.channel, served.server.gateway.menu() or ()
+        # However short the debounce, changes made before it ends go out together: here
+        # both come in the same step, so no timing can split them.
+        channel.menu_debounce = 0.0
+        channel.inventory_changed((*menu, alpha))
+        channel.inventory_changed((*menu, alpha, beta))
         await fake.wait(lambda: {"alpha", "beta"} <= set(published(fake) or ()))
         assert len(fake.calls_to("setMyCommands")) == 2  # at start, then both changes at once
-        await served.deliver(message_update(PRIVATE, "/forget alpha"))
+        channel.inventory_changed((*menu, beta))
         await fake.wait(lambda: "alpha" not in (published(fake) or ()))
         assert "beta" in (published(fake) or ())
+        assert len(fake.calls_to("setMyCommands")) == 3
+
+
+async def test_no_change_is_published_after_the_stop(telegram: Start, fake: FakeBotAPI) -> None:
+    async with telegram(Scripted(*INVENTORY)) as served:
+        served.channel.menu_debounce = 0.0
+    # The gateway may still report a change while it closes its sessions.
+    served.channel.inventory_changed((Command(name="late", description="Too late"),))
+    coroutines = [getattr(t.get_coro(), "__qualname__", "") for t in asyncio.all_tasks()]
+    assert "TelegramChannel._publish_later" not in coroutines
+    assert len(fake.calls_to("setMyCommands")) == 1
 
 
 async def test_a_large_inventory_is_cut_to_what_telegram_accepts(
