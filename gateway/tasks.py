@@ -26,6 +26,11 @@ class BackgroundTasks:
     def __len__(self) -> int:
         return len(self._tasks)
 
+    async def join(self) -> None:
+        """Wait until no task is running, counting those spawned meanwhile."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
     async def drain(self, grace: float) -> None:
         """Let the running tasks finish for at most ``grace`` seconds, then cancel the rest."""
         if self._tasks:

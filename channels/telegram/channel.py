@@ -41,7 +41,6 @@ WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MENU_DEBOUNCE = 1.0  # seconds: a burst of inventory changes is published once
 POLL_TIMEOUT = 25  # seconds a getUpdates call waits for news
-SHUTDOWN_GRACE = 10.0  # on top of the run timeout, for the replies to go out
 MAX_IN_FLIGHT = 256  # updates processed at once; past it the webhook answers 503 (redelivered)
 
 
@@ -142,7 +141,9 @@ class TelegramChannel(Channel):
             self._publisher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._publisher
-        await self.intake.close(self.settings.run_timeout + SHUTDOWN_GRACE)
+        # The core has cancelled the turns already (Gateway.stop_runs): what is left is
+        # their replies going out. Past the grace they are cancelled, and logged.
+        await self.intake.close(self.settings.cancel_grace)
         if self._polling is not None:
             await self._confirm_polled()
         await self.bot.session.close()
@@ -165,7 +166,7 @@ class TelegramChannel(Channel):
         presented = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(presented, self._secret):
             return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
-        if self._stopping or self.intake.full:  # Telegram delivers it again later
+        if self._stopping or self.gateway.closing or self.intake.full:  # Telegram redelivers
             return _error(503, "busy, retry later", headers={"Retry-After": "1"})
         limit = self.settings.webhook_max_body
         body = await request.content.read(limit + 1)
@@ -206,7 +207,11 @@ class TelegramChannel(Channel):
             bot_username=self.me.username,
             meta={"chat_type": message.chat.type},
         )
-        await self.gateway.handle(inbound, TelegramSink(self, target, message.from_user.id))
+        sink = TelegramSink(self, target, message.from_user.id)
+        try:
+            await self.gateway.handle(inbound, sink)
+        finally:  # also when cancelled at shutdown, or the core failed before its final
+            await sink.aclose()
 
     async def _on_callback(self, query: CallbackQuery) -> None:
         if Permissions.handles(query):

@@ -1,9 +1,9 @@
 """Taking updates in: once per update_id, processed in the background, a bounded number at once.
 
 An aiogram outer middleware on updates, so the webhook and long polling share it: it drops a
-redelivered update, then hands the rest of the pipeline to a task and returns at once (the
-webhook answers 200 fast; polling fetches on). Every task is kept until it finishes, so that
-stopping can wait for them: an update taken in is never dropped.
+redelivered update, then hands the rest of the pipeline to a background task and returns at
+once (the webhook answers 200 fast; polling fetches on). Stopping lets the tasks finish for
+a grace period, then cancels the rest and logs each one cancelled: its reply is lost.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
 from gateway.store import DedupeWindow
+from gateway.tasks import BackgroundTasks
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -27,7 +29,7 @@ class Intake(BaseMiddleware):
     def __init__(self, max_in_flight: int = 256, dedupe: DedupeWindow | None = None) -> None:
         self._dedupe = dedupe or DedupeWindow()
         self._slots = asyncio.Semaphore(max_in_flight)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()
         self.last_update_id: int | None = None
 
     @property
@@ -42,9 +44,8 @@ class Intake(BaseMiddleware):
             log.info("update %d delivered again: ignored", event.update_id)
             return None
         await self._slots.acquire()  # polling waits here; the webhook checked ``full`` first
-        task = asyncio.create_task(self._process(handler, event, data))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self._tasks.spawn(self._process(handler, event, data))
+        task.add_done_callback(partial(self._done, event.update_id))
         return None
 
     async def _process(self, handler: Handler, update: Update, data: dict[str, Any]) -> None:
@@ -52,20 +53,16 @@ class Intake(BaseMiddleware):
             await handler(update, data)
         except Exception:
             log.exception("update %d failed", update.update_id)
-        finally:
-            self._slots.release()
+
+    def _done(self, update_id: int, task: asyncio.Task[None]) -> None:
+        self._slots.release()  # here, not in _process: a task cancelled unstarted frees it too
+        if task.cancelled():
+            log.warning("update %d cancelled at shutdown before it was answered", update_id)
 
     async def drain(self) -> None:
         """Wait until every update taken in so far has been processed."""
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
+        await self._tasks.join()
 
     async def close(self, grace: float) -> None:
         """Finish the updates in progress; past ``grace`` seconds, cancel what is left."""
-        try:
-            await asyncio.wait_for(self.drain(), grace)
-        except TimeoutError:
-            log.warning("%d updates still running at shutdown: cancelled", len(self._tasks))
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.drain(grace)

@@ -4,7 +4,7 @@ Private chats stream with sendMessageDraft (sent again while the run lasts: Tele
 draft for 30 seconds); other chats get a placeholder message that is edited as text arrives
 (paced per chat), then replaced by the final text. The first preview waits one edit
 interval, so a quick reply is just one message. The final text is sent persistently (see
-``delivery.persistently``).
+``delivery.persistently``); typing and previews stop with it, or at ``aclose``.
 """
 
 from __future__ import annotations
@@ -87,6 +87,15 @@ class TelegramSink(ReplySink):
                 log.warning("could not edit the placeholder (%s); sending anew", exc.message)
         for i, chunk in enumerate(chunks[first:], start=first):
             await persistently(partial(send_chunk, self.bot, self.target, chunk, quote=i == 0))
+
+    async def aclose(self) -> None:
+        """Stop typing and previews, whether or not ``final`` ran (the input may have been
+        cancelled, or the core may have failed before it).
+        """
+        tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- typing and previews --------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from gateway.server import running
 from tests.conftest import make_settings
 
 from .fake_bot_api import WAIT, FakeBotAPI
-from .helpers import PRIVATE, SECRET, Scripted, Start, message_update
+from .helpers import GROUP, PRIVATE, SECRET, Scripted, Start, message_update
 
 GO = Command(name="go", description="Go")
 
@@ -117,6 +117,35 @@ async def test_stopping_finishes_the_updates_in_flight(telegram: Start, fake: Fa
         turn.emit(MessageDelta("finished"), MessageEnd())
         await asyncio.wait_for(stopping, WAIT)
         assert fake.texts(PRIVATE) == ["finished"]
+
+
+async def test_an_update_still_running_past_the_grace_is_cancelled_and_logged(
+    telegram: Start, fake: FakeBotAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    runtime = Scripted(GO)
+    async with telegram(runtime, cancel_grace=0.2, telegram_edit_interval=0.05) as served:
+        update = message_update(GROUP, "/go")
+        await served.post(update)
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("partial"))  # typing and the preview are going on
+        await fake.wait(lambda: fake.texts(GROUP) == ["partial"])
+        # The turn never ends: the stop waits the grace, not the run timeout, then cancels.
+        await asyncio.wait_for(served.channel.stop(), WAIT)
+        assert f"update {update['update_id']} cancelled at shutdown" in caplog.text
+        # Nothing of that update goes on: no typing, no preview loop outlives the server.
+        coroutines = {getattr(t.get_coro(), "__qualname__", "") for t in asyncio.all_tasks()}
+        assert not coroutines & {"TelegramSink._keep_typing", "TelegramSink._stream"}
+
+
+async def test_once_the_gateway_is_closing_updates_are_handed_back(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram() as served:
+        await served.server.gateway.stop_runs()  # the first step of the shutdown
+        # Telegram delivers it again to the next gateway, instead of a "shutting down" reply.
+        assert (await served.post(message_update(PRIVATE, "/echo later")))[0] == 503
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+        assert fake.texts(PRIVATE) == []
 
 
 async def test_the_webhook_is_registered_with_its_secret(telegram: Start, fake: FakeBotAPI) -> None:
