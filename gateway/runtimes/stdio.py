@@ -42,8 +42,10 @@ class StderrPipe:
         """Read until EOF (after ``started``), logging each line."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
-        with self._file as pipe:
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), self._file
+        )
+        try:
             pending = b""
             while chunk := await reader.read(_CHUNK):
                 *lines, pending = (pending + chunk).split(b"\n")
@@ -54,6 +56,11 @@ class StderrPipe:
                     _log(log, label, line)
             if pending:
                 _log(log, label, pending)
+        finally:
+            # The transport closes the pipe once the loop stops watching it. Closing the file
+            # under a watching loop (on cancel) would leave the loop watching the fd number,
+            # which the next pipe gets: that one would never be read.
+            transport.close()
 
     def close(self) -> None:
         """Close both ends when the child could not be started."""
