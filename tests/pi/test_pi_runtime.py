@@ -8,7 +8,9 @@ installs pi under .tools/pi; these tests skip only where node itself is missing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -295,6 +297,56 @@ async def test_idle_processes_are_reaped(tmp_path: Path) -> None:
         await asyncio.wait_for(process.stopped.wait(), WAIT)
         assert runtime.processes == 0
         assert (await send(gw, "hi again")).text == "echo: hi again"
+
+
+class _Logged(logging.Handler):
+    """Sets ``seen`` once a record containing ``text`` is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+async def test_messages_while_idle_processes_are_being_stopped(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        runtime = gw.runtime
+        assert isinstance(runtime, PiRuntime)
+        assert (await send(gw, "one", "c1")).text == "echo: one"
+        assert (await send(gw, "two", "c2")).text == "echo: two"
+        slow = runtime.process_of("test:c1")
+        assert slow is not None and slow.pid is not None
+        # c1's pi cannot exit until it is continued: stopping it takes as long as the test needs.
+        os.kill(slow.pid, signal.SIGSTOP)
+        logger = logging.getLogger("slashgate.pi")
+        stopping = _Logged("pi for test:c1 idle")
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        logger.addHandler(stopping)
+        try:
+            reaping = asyncio.ensure_future(runtime.reap_idle(0))
+            await asyncio.wait_for(stopping.seen.wait(), WAIT)
+            # Both are idle and on their way out; c2's process is not stopped yet.
+            assert (await send(gw, "still here?", "c2")).text == "echo: still here?"
+            # c1 gets a new process; the old one's exit, mid-turn, is no news to this turn.
+            sink, turn = start(gw, "[hold] again", "c1")
+            await asyncio.wait_for(model.holding.wait(), WAIT)
+            os.kill(slow.pid, signal.SIGCONT)
+            await asyncio.wait_for(slow.stopped.wait(), WAIT)
+            model.released.set()
+            await asyncio.wait_for(turn, WAIT)
+            assert sink.reply is not None and sink.reply.category is None
+            assert sink.deltas[0] == "thinking"
+            await asyncio.wait_for(reaping, WAIT)
+        finally:
+            logger.removeHandler(stopping)
+            logger.setLevel(level)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slow.pid, signal.SIGCONT)
 
 
 async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:
