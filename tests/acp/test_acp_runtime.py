@@ -103,8 +103,12 @@ async def test_command_sent_by_canonical_name_and_multi_word_names(tmp_path: Pat
         assert sink.reply == Reply("results for acp sdk", None, "end_turn", slash=True)
         assert sink.deltas == ["results ", "for ", "acp sdk"]
 
-        sink = await send(gw, "/Memory Show all")
-        assert sink.reply is not None and sink.reply.text == "memory: all"
+        # One space between the name and the arguments, whatever the user typed.
+        for typed in ("/Memory Show all", "/memory   SHOW   all", "/memory show\tall"):
+            sink = await send(gw, typed)
+            assert sink.text == "memory: '/memory show all'", typed
+        sink = await send(gw, "/memory show")
+        assert sink.text == "memory: '/memory show'"
 
         sink = await send(gw, "/nope")
         assert sink.reply is not None and sink.reply.category == "unsupported"
