@@ -12,9 +12,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from contract import Command
+from contract import Command, ComposerInputMessage, ComposerInputPayload
 from gateway.core import Gateway
 from gateway.events import (
+    MessageDelta,
+    MessageEnd,
     PermissionRequired,
     StatusChanged,
     ToolEnd,
@@ -22,7 +24,7 @@ from gateway.events import (
     ToolStart,
 )
 from gateway.inbound import InboundMessage, Reply
-from gateway.runtimes import build_runtime
+from gateway.runtimes import Turn, build_runtime
 from tests.conftest import make_settings
 from tests.recorder import Recorder
 
@@ -190,6 +192,25 @@ async def test_deadline_cancels_the_turn_in_the_agent(tmp_path: Path) -> None:
         # The agent got session/cancel and stopped: the next turn is not stuck behind it.
         after = await send(gw, "cancels")
         assert after.text == "cancels=1"
+
+
+async def test_stop_leaves_no_task_behind(tmp_path: Path) -> None:
+    runtime = build_runtime(acp_settings(tmp_path))
+    async with asyncio.timeout(WAIT):
+        await runtime.start()
+    try:
+        session = await runtime.open("test:c1", lambda update: None)
+        payload = ComposerInputPayload(source="noisy")  # stderr to drain, too
+        turn = Turn(ComposerInputMessage(payload=payload), None, "", "alice")
+        async with asyncio.timeout(WAIT):
+            events = [event async for event in session.run(turn)]
+        assert events == [MessageDelta("quiet now"), MessageEnd("end_turn")]
+    finally:
+        async with asyncio.timeout(WAIT):  # no task of its own, unlike wait_for
+            await runtime.stop()
+    # Right after stop: no stderr drain or exit watcher still pending, which would be
+    # "Task was destroyed but it is pending!" if the loop closed now.
+    assert asyncio.all_tasks() == {asyncio.current_task()}
 
 
 async def test_crash_mid_turn_is_one_generic_failure_then_the_agent_restarts(

@@ -349,6 +349,35 @@ async def test_messages_while_idle_processes_are_being_stopped(tmp_path: Path) -
                 os.kill(slow.pid, signal.SIGCONT)
 
 
+async def test_a_closed_process_leaves_no_reader_behind(tmp_path: Path) -> None:
+    # pi's stderr outlives pi: a process it started (a tool's, say) still holds it open.
+    holder = tmp_path / "holder.pid"
+    command = [
+        "sh",
+        "-c",
+        'sleep 60 </dev/null >/dev/null & echo $! > "$0"; exec "$1" --mode rpc',
+        str(holder),
+        pi_binary(),
+    ]
+    try:
+        async with pi_gateway(tmp_path, pi_command=command) as (gw, _):
+            runtime = gw.runtime
+            assert isinstance(runtime, PiRuntime)
+            assert (await send(gw, "hi")).text == "echo: hi"
+            process = runtime.process_of("test:c1")
+            assert process is not None
+            async with asyncio.timeout(WAIT):  # no task of its own, unlike wait_for
+                await process.close()
+            # Right after close: neither its stdout reader nor its stderr drain is pending
+            # (it would be "Task was destroyed but it is pending!" if the loop closed now).
+            readers = {"PiProcess._read", "StderrPipe.drain"}
+            assert not [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ in readers]  # type: ignore[union-attr]
+            assert (await send(gw, "hi again")).text == "echo: hi again"
+    finally:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+            os.kill(int(holder.read_text()), signal.SIGKILL)
+
+
 async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-pi")
     async with pi_gateway(tmp_path, pi_command=[missing], inventory_wait=0.1) as (gw, _):

@@ -28,6 +28,7 @@ from acp.schema import (
 )
 
 from ...store import BoundedTTLMap
+from ...tasks import BackgroundTasks
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..stdio import StderrPipe, program
 from .session import AcpSession
@@ -104,7 +105,7 @@ class AcpRuntime(Runtime):
         self._generation = 0
         self._sessions: dict[str, AcpSession] = {}
         self._early: BoundedTTLMap[list[Any]] = BoundedTTLMap(EARLY_SESSIONS, EARLY_TTL)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()  # stderr drains and exit watchers
 
     @property
     def prompt_capabilities(self) -> PromptCapabilities | None:
@@ -121,8 +122,7 @@ class AcpRuntime(Runtime):
             agent, self._agent = self._agent, None
             if agent is not None:
                 await self._close(agent)
-        for task in list(self._tasks):
-            task.cancel()
+        await self._tasks.aclose()
 
     async def connection(self) -> tuple[ClientSideConnection, int]:
         """The live connection and its generation; (re)starts the agent when there is none."""
@@ -159,7 +159,7 @@ class AcpRuntime(Runtime):
             await stack.aclose()
             raise
         stderr.started()
-        self._spawn_task(stderr.drain(log, f"acp agent {process.pid}"))
+        self._tasks.spawn(stderr.drain(log, f"acp agent {process.pid}"))
         try:
             init = await asyncio.wait_for(
                 conn.initialize(
@@ -173,7 +173,7 @@ class AcpRuntime(Runtime):
             await stack.aclose()
             raise
         agent = _Agent(generation, conn, process, stack, init)
-        self._spawn_task(self._watch(agent))
+        self._tasks.spawn(self._watch(agent))
         info = init.agent_info
         log.info(
             "ACP agent started (pid %s%s)",
@@ -181,11 +181,6 @@ class AcpRuntime(Runtime):
             f", {info.name} {info.version}" if info else "",
         )
         return agent
-
-    def _spawn_task(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _watch(self, agent: _Agent) -> None:
         code = await agent.process.wait()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...tasks import BackgroundTasks
 from ..stdio import StderrPipe
 
 log = logging.getLogger("slashgate.pi")
@@ -43,7 +44,7 @@ class PiProcess:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Event]] = {}
         self._process: asyncio.subprocess.Process | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()  # the stdout reader and the stderr drain
         self.stopped = asyncio.Event()
         self.listener: EventListener | None = None
         self.last_used = time.monotonic()
@@ -72,13 +73,8 @@ class PiProcess:
             stderr.close()
             raise
         stderr.started()
-        self._spawn(stderr.drain(log, f"pi {self._process.pid}"))
-        self._spawn(self._read())
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(stderr.drain(log, f"pi {self._process.pid}"))
+        self._tasks.spawn(self._read())
 
     # -- output ---------------------------------------------------------------------------
 
@@ -159,8 +155,7 @@ class PiProcess:
                     await process.wait()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.stopped.wait(), SHUTDOWN_GRACE)
-        for task in list(self._tasks):
-            task.cancel()
+        await self._tasks.aclose()
 
 
 async def _read_record(stream: asyncio.StreamReader) -> bytes:
