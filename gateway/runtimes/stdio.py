@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from pydantic import SecretStr
 
 _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
@@ -20,6 +22,11 @@ def program(command: Sequence[str]) -> list[str]:
     if os.sep in first and not os.path.isabs(first):
         first = str(Path(first).resolve())
     return [first, *rest]
+
+
+def revealed(env: Mapping[str, SecretStr]) -> dict[str, str]:
+    """The configured environment of a child, in clear: only for the call that starts it."""
+    return {name: value.get_secret_value() for name, value in env.items()}
 
 
 class StderrPipe:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,8 +12,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from pydantic import SecretStr, ValidationError
 
 from contract import Command, ComposerInputMessage, ComposerInputPayload
+from gateway.config import load_settings
 from gateway.core import Gateway
 from gateway.events import (
     MessageDelta,
@@ -37,7 +40,7 @@ def acp_settings(tmp_path: Path, **overrides: Any) -> Any:
         runtime="acp",
         acp_command=[sys.executable, str(AGENT)],
         acp_cwd=tmp_path,
-        acp_env=overrides.pop("acp_env", {}),
+        acp_env={k: SecretStr(v) for k, v in overrides.pop("acp_env", {}).items()},
         **overrides,
     )
 
@@ -272,6 +275,32 @@ async def test_stderr_is_drained_and_the_environment_is_explicit(tmp_path: Path)
         assert noisy.reply is not None and noisy.reply.text == "quiet now"
         env = await send(gw, "env")
         assert env.reply is not None and env.reply.text == "secret=s3cret"
+
+
+async def test_agent_environment_is_secret_except_to_the_agent(tmp_path: Path) -> None:
+    config = tmp_path / "slashgate.toml"
+    config.write_text(
+        f'runtime = "acp"\ninventory_wait = 2\n'
+        f"[acp]\ncommand = {json.dumps([sys.executable, str(AGENT)])}\n"
+        f"cwd = {json.dumps(str(tmp_path))}\n"
+        '[acp.env]\nACP_TEST_SECRET = "s3cret"\n[pi.env]\nPI_KEY = "p1-key"\n'
+    )
+    settings = load_settings(config)
+    assert "s3cret" not in repr(settings) and "p1-key" not in repr(settings)
+    # Nor in the text of a configuration error, which quoted the whole input before.
+    with config.open("a") as fh:
+        fh.write('[telegram]\ntoken = "123:abc"\nmode = "webhook"\n')
+    with pytest.raises(ValidationError) as refused:
+        load_settings(config)
+    assert "SLASHGATE_TELEGRAM_SECRET" in str(refused.value)
+    assert "s3cret" not in str(refused.value) and "123:abc" not in str(refused.value)
+    # The agent itself gets it in clear.
+    gw = Gateway(settings, build_runtime(settings))
+    await asyncio.wait_for(gw.start(), WAIT)
+    try:
+        assert (await send(gw, "env")).text == "secret=s3cret"
+    finally:
+        await asyncio.wait_for(gw.stop(), WAIT)
 
 
 async def test_authenticate_when_session_new_requires_it(tmp_path: Path) -> None:

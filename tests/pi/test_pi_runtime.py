@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from contract import Command
 from gateway.core import Gateway
@@ -113,7 +114,7 @@ async def pi_gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Ga
             runtime="pi",
             pi_command=command,
             pi_cwd=work,
-            pi_env={"HOME": str(pi_home(tmp_path, model)), "PI_OFFLINE": "1"},
+            pi_env={"HOME": SecretStr(str(pi_home(tmp_path, model))), "PI_OFFLINE": SecretStr("1")},
             **overrides,
         )
         gw = Gateway(settings, build_runtime(settings))

@@ -26,11 +26,12 @@ from acp.schema import (
     RequestPermissionResponse,
     ToolCallUpdate,
 )
+from pydantic import SecretStr
 
 from ...store import BoundedTTLMap
 from ...tasks import BackgroundTasks
 from ..base import Runtime, RuntimeSession, UpdateListener
-from ..stdio import StderrPipe, program
+from ..stdio import StderrPipe, program, revealed
 from .session import AcpSession
 
 log = logging.getLogger("slashgate.acp")
@@ -88,7 +89,7 @@ class AcpRuntime(Runtime):
         self,
         command: Sequence[str],
         cwd: Path = Path("."),
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, SecretStr] | None = None,
         auth_method: str | None = None,
     ) -> None:
         if not command:
@@ -146,7 +147,7 @@ class AcpRuntime(Runtime):
                     cast(Client, _Client(self, generation)),
                     self._command[0],
                     *self._command[1:],
-                    env=self._env,
+                    env=revealed(self._env),
                     cwd=self.cwd,
                     transport_kwargs={
                         "limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES,

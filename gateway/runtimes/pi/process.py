@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from ...tasks import BackgroundTasks
-from ..stdio import StderrPipe
+from ..stdio import StderrPipe, revealed
 
 log = logging.getLogger("slashgate.pi")
 
@@ -29,15 +31,15 @@ class PiStopped(ConnectionError):
     """The pi process is gone (it exited, or was closed)."""
 
 
-def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+def child_environment(extra: Mapping[str, SecretStr]) -> dict[str, str]:
     """pi runs as its user would run it, minus the gateway's own settings (tokens, secrets)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
-    env.update(extra)
+    env.update(revealed(extra))
     return env
 
 
 class PiProcess:
-    def __init__(self, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, command: Sequence[str], cwd: Path, env: Mapping[str, SecretStr]) -> None:
         self._command = list(command)
         self._cwd = cwd
         self._env = child_environment(env)

@@ -10,6 +10,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..stdio import program
 from .process import PiProcess
@@ -25,7 +27,7 @@ class PiRuntime(Runtime):
         self,
         command: Sequence[str],
         cwd: Path = Path("."),
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, SecretStr] | None = None,
         pool_size: int = 8,
         idle_ttl: float = 600.0,
     ) -> None:
