@@ -29,6 +29,7 @@ from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
 from gateway.runtimes.pi import PiRuntime
 from tests.conftest import make_settings
+from tests.pi.logs import LogSeen
 from tests.pi.mock_openai import MODEL, MockModel, serve
 from tests.recorder import Recorder
 
@@ -300,19 +301,6 @@ async def test_idle_processes_are_reaped(tmp_path: Path) -> None:
         assert (await send(gw, "hi again")).text == "echo: hi again"
 
 
-class _Logged(logging.Handler):
-    """Sets ``seen`` once a record containing ``text`` is logged."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(logging.INFO)
-        self.text = text
-        self.seen = asyncio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.seen.set()
-
-
 async def test_messages_while_idle_processes_are_being_stopped(tmp_path: Path) -> None:
     async with pi_gateway(tmp_path) as (gw, model):
         runtime = gw.runtime
@@ -324,7 +312,7 @@ async def test_messages_while_idle_processes_are_being_stopped(tmp_path: Path) -
         # c1's pi cannot exit until it is continued: stopping it takes as long as the test needs.
         os.kill(slow.pid, signal.SIGSTOP)
         logger = logging.getLogger("slashgate.pi")
-        stopping = _Logged("pi for test:c1 idle")
+        stopping = LogSeen("pi for test:c1 idle")
         level = logger.level
         logger.setLevel(logging.INFO)
         logger.addHandler(stopping)

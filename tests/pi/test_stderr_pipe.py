@@ -10,21 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from gateway.runtimes.stdio import StderrPipe
+from tests.pi.logs import LogSeen
 
 WAIT = 20.0
-
-
-class _Lines(logging.Handler):
-    """Sets ``seen`` once a record containing ``text`` is logged."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(logging.DEBUG)
-        self.text = text
-        self.seen = asyncio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.seen.set()
 
 
 @pytest.fixture
@@ -40,7 +28,7 @@ async def test_a_cancelled_drain_leaves_the_next_pipe_readable(log: logging.Logg
     # A drain cancelled while its child still holds stderr open (a process closed before its
     # stderr reached EOF): the fd number it frees goes to the next child's pipe, which must
     # still be read, or a chatty child blocks on a full pipe.
-    ready = _Lines("ready")
+    ready = LogSeen("ready")
     log.addHandler(ready)
     first = StderrPipe()
     quiet = await asyncio.create_subprocess_exec(
