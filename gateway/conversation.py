@@ -29,7 +29,10 @@ class RunState:
 
 class Conversation:
     def __init__(
-        self, key: str, runtime: Runtime, on_inventory: Callable[[tuple[Command, ...]], None]
+        self,
+        key: str,
+        runtime: Runtime,
+        on_inventory: Callable[[str, tuple[Command, ...]], None],
     ) -> None:
         self.key = key
         self.runtime = runtime
@@ -39,6 +42,7 @@ class Conversation:
         self.inventory_known = asyncio.Event()
         self.run: RunState | None = None
         self.permissions: OrderedDict[str, None] = OrderedDict()
+        self.users = 0  # inputs being handled right now: never evicted meanwhile
         self._owned = False
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._contracts: dict[str | None, SlashContract] = {}
@@ -56,7 +60,9 @@ class Conversation:
         """Merge a runtime's SessionUpdated; drops cached contracts when the inventory changed."""
         if self.info.apply(update):
             self._contracts.clear()
-            self._on_inventory(self.info.commands or ())
+            self._on_inventory(self.key, self.info.commands or ())
+        elif update.modes is not None:
+            self._contracts.clear()  # /mode is a host command only while there are modes
         if self.info.commands is not None:
             self.inventory_known.set()
 
@@ -116,7 +122,7 @@ class Conversation:
         except BaseException:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # ownership was handed over as we were cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # release() may have dropped it already
                 self._waiters.remove(waiter)
             raise
 
