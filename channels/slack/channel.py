@@ -13,6 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Coroutine
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import ClientSession, web
@@ -22,8 +23,9 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
+from channels.webhook.wire import error_body
 from gateway.channel import Channel
-from gateway.inbound import InboundMessage, Reply
+from gateway.inbound import InboundMessage
 from gateway.store import DedupeWindow
 
 from .manifest import EVENTS_PATH
@@ -47,8 +49,11 @@ EVENT_DEDUPE_SIZE = 10_000
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    """The error body of the webhook channel on the same server."""
+    return web.json_response(error_body(code, message), status=status, headers=headers)
 
 
 class SlackChannel(Channel):
@@ -159,19 +164,22 @@ class SlackChannel(Channel):
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
-            return _error(400, "request body is not UTF-8")
+            return _error(400, "invalid_request", "request body is not UTF-8")
         if not self._signed(request, body):
-            return _error(401, "invalid or expired Slack signature")
+            return _error(401, "unauthorized", "invalid or expired Slack signature")
         try:
             bolt_request = AsyncBoltRequest(
                 body=body, query=request.query_string, headers=dict(request.headers)
             )
         except Exception:
-            return _error(400, "malformed Slack payload")
+            return _error(400, "invalid_request", "malformed Slack payload")
         response = await self.app.async_dispatch(bolt_request)
         if response.status >= 500:  # bolt could not handle a signed but unexpected payload
             log.warning("Slack payload not processed (%s)", response.status)
-            return _error(400, "unprocessable Slack payload")
+            return _error(400, "invalid_request", "unprocessable Slack payload")
+        if response.status >= 400:  # bolt's own refusal (no listener for it): in this shape too
+            reason = HTTPStatus(response.status).phrase
+            return _error(response.status, reason.lower().replace(" ", "_"), reason)
         return await to_aiohttp_response(response)
 
     def _signed(self, request: web.Request, body: str) -> bool:
@@ -283,8 +291,8 @@ class SlackChannel(Channel):
         except Exception as exc:  # a bug in the pipeline still reaches the user, once
             log.exception("handling a Slack message failed")
             if not sink.finished:
-                failure = self.gateway.catalog.text("generic", None, str(exc) or type(exc).__name__)
-                await sink.final(Reply(failure, "generic"))
+                error = str(exc) or type(exc).__name__
+                await sink.final(self.gateway.failure_reply("generic", None, error))
         finally:
             sink.close()
 
