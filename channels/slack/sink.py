@@ -29,14 +29,10 @@ PERMISSION_ACTION = "slashgate_permission"
 WARNING = ":warning: "
 # Errors after which the bot cannot post in a channel: fall back to the command's response_url.
 _CANNOT_POST = {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
-# Transient streaming errors; any other one means the workspace does not offer it.
-_TRANSIENT = {
-    "ratelimited",
-    "internal_error",
-    "fatal_error",
-    "service_unavailable",
-    "request_timeout",
-}
+# chat.startStream errors that say this app cannot stream at all (method, token, scopes): no
+# sink tries again. Any other error (rate limits, this channel's restrictions, this call's
+# arguments) turns streaming off for its own reply only.
+_NO_STREAMING = {"unknown_method", "method_deprecated", "not_allowed_token_type", "missing_scope"}
 
 
 @dataclass
@@ -236,7 +232,7 @@ class SlackSink(ReplySink):
                 )
             except SlackApiError as exc:
                 error = str(exc.response.get("error", ""))
-                if error not in _TRANSIENT:
+                if error in _NO_STREAMING:
                     self.outbox.native_streaming = False
                 log.info("chat.startStream unavailable (%s); updating a message instead", error)
                 self._native = False
