@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.slack.slack_fake import BOT_USER, direct_message, fake_slack, mention
+from tests.slack.slack_fake import BOT_USER, WAIT, direct_message, fake_slack, mention
 from tests.slack.slack_harness import Recorder, ScriptedRuntime, deltas, shown, slack_gateway
 
 
@@ -14,7 +14,7 @@ async def test_mention_reaches_the_contract_decoded_and_is_answered_in_its_threa
     )
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
         status, _ = await h.slack.event(mention(raw, channel="C7", ts="100.1"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert status == 200
     assert recorder.sources == [
         "check the docs (https://example.com/a?b=1&c=2) with @bob in #ops, app.py & fix a <b> "
@@ -31,7 +31,7 @@ async def test_each_thread_is_its_own_conversation(gateway_server):
         await h.slack.event(mention("one", ts="200.1"))
         await h.slack.event(mention("two", ts="200.5", thread_ts="200.1"))
         await h.slack.event(mention("three", ts="300.1"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert len(runtime.sessions) == 2
     assert sorted(m.thread_ts or "" for m in fake.messages()) == ["200.1", "200.1", "300.1"]
 
@@ -41,7 +41,7 @@ async def test_direct_messages_are_answered_in_their_thread(gateway_server):
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
         await h.slack.event(direct_message("hello there", channel="D3", ts="400.1"))
         await h.slack.event(direct_message(f"<@{BOT_USER}> and you", channel="D3", ts="400.2"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert recorder.sources == ["hello there", "and you"]
     assert [(m.channel, m.thread_ts) for m in fake.messages()] == [("D3", "400.1"), ("D3", "400.2")]
 
@@ -61,7 +61,7 @@ async def test_bot_self_edited_and_channel_messages_are_ignored(gateway_server):
         for event in ignored:
             assert (await h.slack.event(event))[0] == 200
         await h.slack.event(direct_message("the only one", ts="500.9"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert recorder.sources == ["the only one"]
     assert len(fake.messages()) == 1
 
@@ -79,7 +79,7 @@ async def test_a_retried_event_runs_once(gateway_server):
         await h.slack.event(direct_message(f"<@{BOT_USER}> once", channel="D1", ts="600.2"))
         await h.slack.event({**mention("once", channel="D1", ts="600.2")})
         await h.slack.event(mention("sentinel", ts="600.3"))
-        await h.channel.drain()  # every run the requests started has finished
+        await h.channel.drain(WAIT)  # every run the requests started has finished
     assert first[0] == 200
     assert [status for status, _ in retries] == [200, 200, 200]
     assert recorder.sources == ["deploy it", "once", "sentinel"]
