@@ -264,12 +264,15 @@ class SlackChannel(Channel):
         text = normalize(str(event.get("text") or ""), bot_user_id)
         if not text.strip():
             return
+        # Replies go in the thread of the message. In a channel each thread is a conversation;
+        # a direct message is one conversation (top level and threads), as a chat with a person.
         thread = str(event.get("thread_ts") or ts)
+        direct = event.get("channel_type") == "im"
         team = event.get("team") or body.get("team_id")
         target = Target(
             channel=channel,
             user=user,
-            conversation=f"{channel}:{thread}",
+            conversation=channel if direct else f"{channel}:{thread}",
             team=team,
             thread_ts=thread,
         )
