@@ -80,10 +80,6 @@ class Classification:
         """The name a user-facing text should show: canonical if known, else as typed."""
         return self.command or self.typed
 
-    @property
-    def is_slash(self) -> bool:
-        return self.kind != "not_slash"
-
     def __repr__(self) -> str:
         return (
             f"Classification(kind={self.kind!r}, command={self.command!r}, typed={self.typed!r}, "
@@ -108,12 +104,6 @@ class SlashContract:
         self.bot_username = bot_username.lstrip("@").lower() if bot_username else None
         self.catalog = catalog or Catalog()
         self._index = self._build_index()
-
-    def with_commands(self, commands: Iterable[Command]) -> SlashContract:
-        """The same contract over another runtime inventory."""
-        return SlashContract(
-            commands, self.interactive_only, self.host_commands, self.bot_username, self.catalog
-        )
 
     def _build_index(self) -> dict[str, list[_Entry]]:
         index: dict[str, dict[tuple[str, ...], _Entry]] = {}

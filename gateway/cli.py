@@ -15,12 +15,19 @@ from .runtimes import build_runtime
 from .server import serve
 
 
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535)")
+    return port
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slashgate", description="A multi-channel bot gateway.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("serve", help="start the gateway")
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    run.add_argument("--port", type=int, help="port to listen on (default 8080; 0 picks one)")
+    run.add_argument("--port", type=_port, help="port to listen on (default 8080; 0 picks one)")
     run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
     slack = commands.add_parser("slack", help="Slack channel tools")
     slack_commands = slack.add_subparsers(dest="slack_command", required=True)

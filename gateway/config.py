@@ -37,9 +37,10 @@ class Settings(BaseSettings):
     interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
     catalog: dict[str, str] = {}
 
-    # state
+    # state: "sqlite" is the default for the electric runtime (see below)
     store: Literal["memory", "sqlite"] = "memory"
     state_path: Path = Path("slashgate-state.sqlite3")
+    memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
 
     # webhook channel
     webhook_token: SecretStr | None = None
@@ -93,6 +94,15 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _electric_state_is_durable(self) -> Settings:
+        # Electric keeps each conversation's stream position and /new count in the store:
+        # unless a store was chosen they go to SQLite (DESIGN.md: the durable default), so
+        # that a restart resumes every stream instead of reading it again from its start.
+        if self.runtime == "electric" and "store" not in self.model_fields_set:
+            self.store = "sqlite"
+        return self
+
     @field_validator("catalog")
     @classmethod
     def _catalog_keys_exist(cls, value: dict[str, str]) -> dict[str, str]:
@@ -131,6 +141,6 @@ def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any
         with open(path, "rb") as fh:
             values = flatten_toml(tomllib.load(fh))
     settings = Settings(**values)
-    if overrides:
+    if overrides:  # command-line flags win over the environment
         settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     return settings

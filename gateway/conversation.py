@@ -39,6 +39,7 @@ class Conversation:
         self.inventory_known = asyncio.Event()
         self.run: RunState | None = None
         self.permissions: OrderedDict[str, None] = OrderedDict()
+        self.users = 0  # inputs being handled right now: never evicted meanwhile
         self._owned = False
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._contracts: dict[str | None, SlashContract] = {}
@@ -57,6 +58,8 @@ class Conversation:
         if self.info.apply(update):
             self._contracts.clear()
             self._on_inventory(self.info.commands or ())
+        elif update.modes is not None:
+            self._contracts.clear()  # /mode is a host command only while there are modes
         if self.info.commands is not None:
             self.inventory_known.set()
 
@@ -116,7 +119,7 @@ class Conversation:
         except BaseException:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # ownership was handed over as we were cancelled: pass it on
-            else:
+            elif waiter in self._waiters:  # release() may have dropped it already
                 self._waiters.remove(waiter)
             raise
 

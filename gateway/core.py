@@ -58,6 +58,7 @@ class Gateway:
         self._listeners: list[InventoryListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
         self._background = BackgroundTasks()
+        self.closing = False
 
     @property
     def catalog(self) -> Catalog:
@@ -71,12 +72,20 @@ class Gateway:
         if static is not None:
             self._inventory_changed(static)
 
+    async def stop_runs(self) -> None:
+        """Shutting down: refuse new input and cancel every running turn, so that each user
+        gets the cancelled reply while the channels can still deliver it.
+        """
+        self.closing = True
+        await asyncio.gather(*(self.stop_run(c) for c in list(self._conversations.values())))
+
     async def stop(self) -> None:
+        self.closing = True
         for conv in list(self._conversations.values()):
             await self.stop_run(conv)
             await conv.reset()
         self._conversations.clear()
-        await self._background.aclose()
+        await self._background.drain(self.settings.cancel_grace)  # evicted sessions close
         await self.runtime.stop()
 
     # -- inventory ------------------------------------------------------------------------
@@ -103,8 +112,18 @@ class Gateway:
         """The effective inventory of one conversation (host + runtime, dynamic included)."""
         if channel is None or conversation is None:
             return self.menu() or self.host_commands()
-        conv = await self._conversation(f"{channel}:{conversation}")
-        return self.host_commands(conv.info) + (conv.info.commands or ())
+        try:
+            async with self._conversation(f"{channel}:{conversation}") as conv:
+                return self.host_commands(conv.info) + (conv.info.commands or ())
+        except _OpenFailed:
+            return self.menu() or self.host_commands()
+
+    def _first_inventory(self, commands: tuple[Command, ...]) -> None:
+        """A conversation's list seeds the menu only while the runtime has given none: a
+        conversation's own (dynamic) commands are its own, never everybody's menu.
+        """
+        if self.inventory is None and commands:
+            self._inventory_changed(commands)
 
     def _inventory_changed(self, commands: tuple[Command, ...]) -> None:
         if commands == self.inventory:
@@ -118,20 +137,30 @@ class Gateway:
 
     # -- conversations --------------------------------------------------------------------
 
-    async def _conversation(self, key: str) -> Conversation:
+    @contextlib.asynccontextmanager
+    async def _conversation(self, key: str) -> AsyncIterator[Conversation]:
+        """The conversation for ``key``, its session open; never evicted while in use."""
         conv = self._conversations.get(key)
         if conv is None:
-            conv = Conversation(key, self.runtime, self._inventory_changed)
+            conv = Conversation(key, self.runtime, self._first_inventory)
             self._conversations[key] = conv
-            self._evict()
         else:
             self._conversations.move_to_end(key)
-        if conv.session is None:
-            await self._open(conv)
-        return conv
+        conv.users += 1
+        try:
+            self._evict()
+            if conv.session is None:
+                await self._open(conv)
+            yield conv
+        finally:
+            conv.users -= 1
 
     async def _open(self, conv: Conversation) -> RuntimeSession:
-        session = await conv.open()
+        try:
+            session = await conv.open()
+        except Exception as exc:
+            log.exception("cannot open a runtime session for %s", conv.key)
+            raise _OpenFailed(str(exc) or type(exc).__name__) from exc
         if not conv.inventory_known.is_set() and self.settings.inventory_wait:
             try:
                 await asyncio.wait_for(conv.inventory_known.wait(), self.settings.inventory_wait)
@@ -142,7 +171,7 @@ class Gateway:
     def _evict(self) -> None:
         while len(self._conversations) > self.settings.max_sessions:
             for key, conv in self._conversations.items():
-                if not conv.busy:
+                if not conv.busy and not conv.users:
                     del self._conversations[key]
                     self._background.spawn(conv.reset())
                     break
@@ -152,8 +181,20 @@ class Gateway:
     # -- the pipeline ---------------------------------------------------------------------
 
     async def classify(self, message: InboundMessage) -> Classification:
-        conv = await self._conversation(message.key)
-        return self._contract(conv, message.bot_username).classify(message.text)
+        try:
+            async with self._conversation(message.key) as conv:
+                return self._contract(conv, message.bot_username).classify(message.text)
+        except _OpenFailed:
+            return self._host_contract(message.bot_username).classify(message.text)
+
+    def _host_contract(self, bot_username: str | None) -> SlashContract:
+        """Gateway commands only: for input that cannot reach a runtime session."""
+        return SlashContract(
+            interactive_only=self._base.interactive_only,
+            host_commands=self.host_commands(),
+            bot_username=bot_username,
+            catalog=self._base.catalog,
+        )
 
     def _contract(self, conv: Conversation, bot_username: str | None) -> SlashContract:
         return conv.contract(self._base, self.host_commands(conv.info), bot_username)
@@ -161,7 +202,26 @@ class Gateway:
     async def handle(self, message: InboundMessage, sink: ReplySink | None = None) -> Outcome:
         """Run one input through the contract and, if it may run, the runtime."""
         sink = sink or ReplySink()
-        conv = await self._conversation(message.key)
+        if self.closing:
+            return await self._refuse(message, sink, "the gateway is shutting down")
+        try:
+            async with self._conversation(message.key) as conv:
+                return await self._handle(conv, message, sink)
+        except _OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
+            return await self._refuse(message, sink, str(exc))
+
+    async def _refuse(self, message: InboundMessage, sink: ReplySink, error: str) -> Outcome:
+        """The failure reply for input that cannot reach a session at all."""
+        result = self._host_contract(message.bot_username).classify(message.text)
+        if result.for_other_bot:
+            return Outcome(result, None, None)
+        name = result.name if result.kind != "not_slash" else None
+        reply = self._failure(self._base.categorize(error), name, error)
+        return await self._finish(sink, result, None, reply)
+
+    async def _handle(
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink
+    ) -> Outcome:
         result = self._contract(conv, message.bot_username).classify(message.text)
         if result.for_other_bot:
             return Outcome(result, None, None)
@@ -173,8 +233,13 @@ class Gateway:
 
         if result.source == "gateway":
             host = next(h for h in self._host(conv.info) if h.command.name == result.command)
-            text = await host.handler(self, conv, result)
-            return await self._finish(sink, result, None, Reply(text, slash=True))
+            try:
+                reply = Reply(await host.handler(self, conv, result), slash=True)
+            except Exception as exc:
+                log.exception("/%s failed in %s", result.command, conv.key)
+                error = str(exc) or type(exc).__name__
+                reply = self._failure(self._base.categorize(error), result.command, error)
+            return await self._finish(sink, result, None, reply)
 
         payload = result.payload
         forwarded = ComposerInputMessage(
@@ -197,8 +262,11 @@ class Gateway:
         else:
             await _safely(sink.accepted(result, forwarded))
         try:
-            turn = Turn(forwarded, name, result.args, message.user, message.attachments)
-            reply = await self._run(conv, turn, sink)
+            if self.closing:
+                reply = self._failure("generic", name, "the gateway is shutting down")
+            else:
+                turn = Turn(forwarded, name, result.args, message.user, message.attachments)
+                reply = await self._run(conv, turn, sink)
         finally:
             conv.release()
         return await self._finish(sink, result, forwarded, reply)
@@ -226,8 +294,11 @@ class Gateway:
         return Reply(text, category, slash=name is not None)
 
     async def _run(self, conv: Conversation, turn: Turn, sink: ReplySink) -> Reply:
-        if conv.session is None:
-            await self._open(conv)
+        if conv.session is None:  # /new closed it while this input waited
+            try:
+                await self._open(conv)
+            except _OpenFailed as exc:
+                return self._failure(self._base.categorize(str(exc)), turn.command, str(exc))
         state = RunState(turn.command, task=asyncio.current_task())
         conv.run = state
         try:
@@ -235,7 +306,12 @@ class Gateway:
             async with asyncio.timeout(self.settings.run_timeout):
                 return await self._consume(conv, turn, sink, state)
         except TimeoutError:
-            await self._cancel_runtime(conv)
+            try:
+                await self._cancel_runtime(conv)
+            except asyncio.CancelledError:
+                if not state.forced:
+                    raise
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return self._failure("timeout", turn.command)
         finally:
             conv.run = None
@@ -301,7 +377,10 @@ class Gateway:
             state.forced = True
             if state.task is not None:
                 state.task.cancel()
-            await state.done.wait()
+            try:
+                await asyncio.wait_for(state.done.wait(), self.settings.cancel_grace)
+            except TimeoutError:
+                log.error("the turn in %s does not stop; leaving it behind", conv.key)
 
     async def _cancel_runtime(self, conv: Conversation) -> None:
         if conv.session is None:
@@ -322,6 +401,10 @@ class Gateway:
         if answered:
             conv.permissions.pop(request_id, None)
         return answered
+
+
+class _OpenFailed(Exception):
+    """The runtime could not open a session; the message says why."""
 
 
 @contextlib.asynccontextmanager

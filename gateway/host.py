@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,8 +46,15 @@ async def _help(gateway: Gateway, conv: Conversation, result: Classification) ->
 
 
 async def _new(gateway: Gateway, conv: Conversation, result: Classification) -> str:
+    # Queue first, then stop the run: the slot comes to /new before any queued follow-up,
+    # so the old session is closed under no turn and the follow-ups run in the new one.
+    slot = asyncio.ensure_future(conv.acquire(front=True))
     stopped = await gateway.stop_run(conv)
-    await conv.reset(forget=True)
+    await slot
+    try:
+        await conv.reset(forget=True)
+    finally:
+        conv.release()
     return "Started a new session." + (" The running turn was cancelled." if stopped else "")
 
 

@@ -18,8 +18,6 @@ from .runtimes import Runtime, build_runtime
 
 log = logging.getLogger("slashgate")
 
-GATEWAY_KEY = web.AppKey("gateway", Gateway)
-
 
 async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
@@ -40,7 +38,6 @@ def build_app(
 
     gateway = Gateway(settings, runtime or build_runtime(settings))
     app = web.Application()
-    app[GATEWAY_KEY] = gateway
     app.router.add_get("/healthz", _healthz)
     channels = build_channels(gateway, settings)
     for channel in channels:
@@ -52,21 +49,24 @@ def build_app(
 async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
     app, gateway, channels = build_app(settings, runtime)
-    await gateway.start()
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
-    await runner.setup()
+    started: list[Channel] = []
     try:
+        await gateway.start()
+        await runner.setup()
         site = web.TCPSite(runner, settings.host, settings.port)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         for channel in channels:
             await channel.start()
-        try:
-            yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
-        finally:
-            for channel in reversed(channels):
-                await channel.stop()
+            started.append(channel)
+        yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
     finally:
+        # Cancel the turns first, while the channels can still deliver their replies; then
+        # the channels stop taking input and finish, then the server and the runtime go.
+        await gateway.stop_runs()
+        for channel in reversed(started):
+            await channel.stop()
         await runner.cleanup()
         await gateway.stop()
 

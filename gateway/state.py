@@ -1,9 +1,9 @@
 """Durable state behind one small interface: namespaced string keys, JSON values.
 
-Holds what must survive a restart of the gateway (runtime stream offsets today; sessions,
-queues and dedupe keys later). Keys are namespaced by their owner, ``"<area>:<name>"``,
-so that one store serves every part of the gateway. Values are anything ``json`` can
-encode; every store hands back a fresh copy, never a shared object.
+Holds what must survive a restart of the gateway (the Electric runtime's stream positions and
+/new counts today; sessions, queues and dedupe keys later). Keys are namespaced by their owner,
+``"<area>:<name>"``, so that one store serves every part of the gateway. Values are anything
+``json`` can encode; every store hands back a fresh copy, never a shared object.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,30 +42,35 @@ class StateStore(ABC):
     async def delete(self, key: str) -> bool:
         """Remove ``key``; True when it existed."""
 
-    @abstractmethod
-    async def scan(self, prefix: str) -> dict[str, Any]:
-        """Every key starting with ``prefix`` and its value."""
-
 
 class MemoryStore(StateStore):
-    """Process-local store: state lasts as long as the process (the default for tests)."""
+    """Process-local store: state lasts as long as the process. Holds at most ``max_items``
+    keys, forgetting the least recently used beyond that: what is kept here must be safe to
+    lose (a cache of what the runtime can find again), or kept in SQLite.
+    """
 
-    def __init__(self) -> None:
-        self._items: dict[str, str] = {}
+    def __init__(self, max_items: int = 10_000) -> None:
+        if max_items < 1:
+            raise ValueError("max_items must be at least 1")
+        self.max_items = max_items
+        self._items: OrderedDict[str, str] = OrderedDict()
 
     async def get(self, key: str) -> Any | None:
         raw = self._items.get(key)
-        return None if raw is None else json.loads(raw)
+        if raw is None:
+            return None
+        self._items.move_to_end(key)
+        return json.loads(raw)
 
     async def set(self, key: str, value: Any) -> None:
         # Stored encoded, as SQLite does: same JSON rules, and no aliasing of mutable values.
         self._items[key] = json.dumps(value, ensure_ascii=False)
+        self._items.move_to_end(key)
+        while len(self._items) > self.max_items:
+            self._items.popitem(last=False)
 
     async def delete(self, key: str) -> bool:
         return self._items.pop(key, None) is not None
-
-    async def scan(self, prefix: str) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self._items.items() if k.startswith(prefix)}
 
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -128,17 +134,9 @@ class SqliteStore(StateStore):
         _, count = await self._run("DELETE FROM state WHERE key = ?", (key,))
         return count > 0
 
-    async def scan(self, prefix: str) -> dict[str, Any]:
-        # Range scan instead of LIKE: prefixes may hold % and _ literally.
-        rows, _ = await self._run(
-            "SELECT key, value FROM state WHERE key >= ? AND key < ? ORDER BY key",
-            (prefix, prefix + "\U0010ffff"),
-        )
-        return {k: json.loads(v) for k, v in rows if k.startswith(prefix)}
-
 
 def open_store(settings: Settings) -> StateStore:
     """The store the settings choose (not yet opened)."""
     if settings.store == "sqlite":
         return SqliteStore(settings.state_path)
-    return MemoryStore()
+    return MemoryStore(settings.memory_store_size)

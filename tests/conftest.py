@@ -28,9 +28,13 @@ def load_parity() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def make_settings(**overrides: Any) -> Settings:
     """Settings for tests: loopback, an ephemeral port, no environment leaking in."""
+    # The defaults, not Settings(): a developer's SLASHGATE_* variables must not leak in.
+    defaults = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in Settings.model_fields.items()
+    }
     base: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "inventory_wait": 2.0}
-    base.update(overrides)
-    return Settings.model_construct(**{**Settings().model_dump(), **base})
+    return Settings.model_construct(**{**defaults, **base, **overrides})
 
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contract import Classification, Command, ComposerInputMessage
@@ -81,3 +82,12 @@ class RecordingSink(ReplySink):
 
     async def final(self, reply: Reply) -> None:
         self.finals.append(reply)
+
+
+async def until(predicate: Callable[[], bool], rounds: int = 1000) -> None:
+    """Yield to the event loop until ``predicate`` holds (no clock involved), or fail."""
+    for _ in range(rounds):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")

@@ -9,16 +9,21 @@ from typing import Any
 import pytest
 
 from contract import Command
+from gateway.conversation import Conversation
 from gateway.core import Gateway
-from gateway.events import RuntimeEvent
+from gateway.events import MessageDelta, MessageEnd, Mode, RuntimeEvent, SessionUpdated
 from gateway.inbound import InboundMessage, Outcome
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
 from gateway.runtimes.embedded import DEMO_ENTITY, EmbeddedRuntime
 from tests.conftest import make_settings
-from tests.probe import Probe, RecordingSink
+from tests.probe import Probe, RecordingSink, until
 
 WAIT = 5.0  # upper bound for awaiting what must happen; never a sleep
+
+
+def queued(gateway: Gateway, key: str = "test:c1") -> int:
+    return gateway._conversations[key].queued
 
 
 def message(text: str, conversation: str = "c1", **extra: Any) -> InboundMessage:
@@ -63,7 +68,7 @@ async def test_plain_text_is_queued_and_runs_in_order(probe_gateway: Any) -> Non
     gateway, probe = probe_gateway
     running, _ = await start_wait(gateway, probe)
     followups = [asyncio.create_task(gateway.handle(message(f"m{i}"))) for i in range(3)]
-    await asyncio.sleep(0)  # let them queue (scheduling only: nothing is awaited by time)
+    await until(lambda: queued(gateway) == 3)
     status = await gateway.handle(message("/status"))
     assert status.reply is not None
     assert "running `/wait`" in status.reply.text and "**Queue:** 3 waiting" in status.reply.text
@@ -79,7 +84,7 @@ async def test_queue_is_bounded(probe_gateway: Any) -> None:
     gateway.settings.max_queue = 1
     running, _ = await start_wait(gateway, probe)
     first = asyncio.create_task(gateway.handle(message("queued")))
-    await asyncio.sleep(0)
+    await until(lambda: queued(gateway) == 1)
     over = await gateway.handle(message("one too many"))
     assert over.reply is not None
     assert (over.reply.text, over.reply.category) == (
@@ -202,7 +207,9 @@ async def test_dynamic_commands_publish_and_new_session_forgets_them() -> None:
     try:
         assert [c.name for c in gateway.menu() or ()][:4] == ["help", "new", "cancel", "status"]
         await gateway.handle(message("/remember greet Hello there"))
-        assert published and published[-1][-1].name == "greet"
+        # One conversation's commands are its own: never in everybody's menu.
+        assert all(c.name != "greet" for menu in published for c in menu)
+        assert "greet" in [c.name for c in await gateway.commands("test", "c1")]
         greet = await gateway.handle(message("/greet"))
         assert greet.reply is not None and greet.reply.text == "Hello there"
         other = await gateway.handle(message("/greet", conversation="c2"))
@@ -233,10 +240,7 @@ class _BrokenRuntime(Runtime):
     name = "broken"
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        updates_commands = (Command(name="go"),)
-        from gateway.events import SessionUpdated
-
-        updates(SessionUpdated(commands=updates_commands))
+        updates(SessionUpdated(commands=(Command(name="go"),)))
         return _BrokenSession()
 
 
@@ -251,3 +255,155 @@ async def test_a_runtime_exception_is_one_generic_failure_not_a_crash() -> None:
     plain = await gateway.handle(message("hi"))
     assert plain.reply is not None and plain.reply.text == "The request failed: agent pipe closed"
     await gateway.stop()
+
+
+class _Flaky(Runtime):
+    """Opens fail ``failures`` times; sessions report modes, ignore cancel if asked to."""
+
+    name = "flaky"
+
+    def __init__(self, failures: int = 0, deaf: bool = False) -> None:
+        self.failures = failures
+        self.deaf = deaf
+        self.gate = asyncio.Event()
+        self.opened: list[str] = []
+        self.closed: list[str] = []
+        self.slow_open: dict[str, asyncio.Event] = {}
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("agent not reachable")
+        if key in self.slow_open:
+            await self.slow_open[key].wait()
+        self.opened.append(key)
+        updates(SessionUpdated(commands=(Command(name="go"),)))
+        return _FlakySession(self, key, updates)
+
+
+class _FlakySession(RuntimeSession):
+    def __init__(self, runtime: _Flaky, key: str, updates: UpdateListener) -> None:
+        self.runtime, self.key, self.updates = runtime, key, updates
+        self.cancelled = asyncio.Event()
+
+    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        self.updates(SessionUpdated(modes=(Mode("ask", "Ask"), Mode("code", "Code"))))
+        yield MessageDelta("working ")
+        if turn.command == "go":
+            await self.runtime.gate.wait()
+        yield MessageEnd()
+
+    async def cancel(self) -> None:
+        if not self.runtime.deaf:
+            self.runtime.gate.set()
+
+    async def set_mode(self, mode_id: str) -> None:
+        raise PermissionError(f"mode {mode_id} is locked")
+
+    async def close(self) -> None:
+        self.runtime.closed.append(self.key)
+
+
+async def test_a_runtime_that_cannot_open_gives_one_reply_and_recovers() -> None:
+    gateway = Gateway(make_settings(), _Flaky(failures=2))
+    await gateway.start()
+    sink = RecordingSink()
+    outcome = await gateway.handle(message("/help"), sink)
+    assert sink.finals == [outcome.reply]
+    assert outcome.reply is not None
+    assert outcome.reply.text == "Slash command /help failed: agent not reachable"
+    plain = await gateway.handle(message("hello"))
+    assert plain.reply is not None and plain.reply.text == "The request failed: agent not reachable"
+    works = await gateway.handle(message("hello"))
+    assert works.reply is not None and works.reply.text == "working "
+    await gateway.stop()
+
+
+async def test_modes_reported_later_enable_mode_and_its_failure_is_one_reply() -> None:
+    runtime = _Flaky()
+    runtime.gate.set()
+    gateway = Gateway(make_settings(), runtime)
+    await gateway.start()
+    before = await gateway.handle(message("/mode"))
+    assert before.reply is not None and before.reply.category == "unsupported"
+    await gateway.handle(message("hi"))  # the turn reports modes
+    listed = await gateway.handle(message("/mode"))
+    assert listed.reply is not None and "Available: `ask`, `code`" in listed.reply.text
+    sink = RecordingSink()
+    failed = await gateway.handle(message("/mode code"), sink)
+    assert failed.reply is not None and sink.finals == [failed.reply]
+    assert failed.reply.text == "Slash command /mode failed: mode code is locked"
+    await gateway.stop()
+
+
+async def test_a_runtime_that_ignores_cancel_is_stopped_after_the_grace() -> None:
+    gateway = Gateway(make_settings(cancel_grace=0.2), _Flaky(deaf=True))
+    await gateway.start()
+    sink = RecordingSink()
+    running = asyncio.create_task(gateway.handle(message("/go"), sink))
+    await asyncio.wait_for(sink.first_delta.wait(), WAIT)
+    cancel = await asyncio.wait_for(gateway.handle(message("/cancel")), WAIT)
+    assert cancel.reply is not None and cancel.reply.text == "Cancelled the running turn."
+    stopped = await asyncio.wait_for(running, WAIT)
+    assert stopped.reply is not None and stopped.reply.stop_reason == "cancelled"
+    assert sink.finals == [stopped.reply]
+    await gateway.stop()
+
+
+async def test_a_conversation_is_not_evicted_while_its_session_opens() -> None:
+    runtime = _Flaky()
+    runtime.gate.set()
+    runtime.slow_open["test:a"] = asyncio.Event()
+    gateway = Gateway(make_settings(max_sessions=1), runtime)
+    await gateway.start()
+    first = asyncio.create_task(gateway.handle(message("hi", conversation="a")))
+    await until(lambda: "test:a" in gateway._conversations)
+    other = await gateway.handle(message("hi", conversation="b"))
+    assert other.reply is not None and other.reply.text == "working "
+    runtime.slow_open["test:a"].set()
+    done = await asyncio.wait_for(first, WAIT)
+    assert done.reply is not None and done.reply.text == "working "
+    await gateway.handle(message("hi", conversation="c"))
+    await gateway.stop()
+    assert sorted(runtime.opened) == sorted(runtime.closed), "no session is left open"
+
+
+async def test_new_goes_before_queued_follow_ups_which_run_in_the_new_session(
+    probe_gateway: Any,
+) -> None:
+    gateway, probe = probe_gateway
+    running, _ = await start_wait(gateway, probe)
+    follow = asyncio.create_task(gateway.handle(message("after")))
+    await until(lambda: queued(gateway) == 1)
+    new = await asyncio.wait_for(gateway.handle(message("/new")), WAIT)
+    assert new.reply is not None
+    assert new.reply.text == "Started a new session. The running turn was cancelled."
+    assert (await running).reply.stop_reason == "cancelled"  # type: ignore[union-attr]
+    later = await asyncio.wait_for(follow, WAIT)
+    assert later.reply is not None
+    assert (later.reply.text, later.reply.stop_reason) == ("got: after", "end_turn")
+
+
+async def test_shutdown_cancels_running_turns_with_their_reply_and_refuses_new_input(
+    probe_gateway: Any,
+) -> None:
+    gateway, probe = probe_gateway
+    running, sink = await start_wait(gateway, probe)
+    await asyncio.wait_for(gateway.stop_runs(), WAIT)
+    assert sink.finals and sink.finals[0].stop_reason == "cancelled"
+    refused = await gateway.handle(message("hello"))
+    assert refused.reply is not None
+    assert refused.reply.text == "The request failed: the gateway is shutting down"
+    await running
+
+
+async def test_a_cancelled_waiter_stays_cancelled_when_the_slot_is_released() -> None:
+    conv = Conversation("k", _Flaky(), lambda commands: None)
+    assert conv.try_acquire()
+    waiter = asyncio.create_task(conv.acquire())
+    await until(lambda: conv.queued == 1)
+    waiter.cancel()
+    conv.release()  # drops the cancelled waiter and frees the slot
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert not conv.busy

@@ -191,6 +191,7 @@ async def test_sse_streams_deltas_then_the_reply(client: aiohttp.ClientSession) 
             "text",
         ),
         ("POST", "/v1/messages", b"\xff\xfe", 400, "malformed_json", "not valid JSON"),
+        ("POST", "/v1/messages", b"[" * 1000, 400, "malformed_json", "nested too deeply"),
         ("POST", "/v1/messages", b'{"text": "' + b"x" * 2000 + b'"}', 413, "too_large", "1024"),
         ("GET", "/v1/messages", None, 405, "method_not_allowed", "Method Not Allowed"),
         ("GET", "/v1/nothing", None, 404, "not_found", "Not Found"),

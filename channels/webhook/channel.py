@@ -177,6 +177,8 @@ class WebhookChannel(Channel):
             raise ApiError(
                 400, "malformed_json", f"request body is not valid JSON: {exc}"
             ) from None
+        except RecursionError:
+            raise ApiError(400, "malformed_json", "request body is nested too deeply") from None
         if not isinstance(data, dict):
             raise ApiError(400, "invalid_request", "request body must be a JSON object")
         try:

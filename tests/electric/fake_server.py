@@ -317,6 +317,7 @@ class FakeEntity:
     created_by: str
     stream: FakeStream
     grants: list[dict[str, Any]]
+    tags: dict[str, str] = field(default_factory=dict)
     status: str = "idle"
     runs: int = 0
     texts: int = 0
@@ -338,7 +339,7 @@ class FakeEntity:
             "type": self.type.name,
             "status": self.status,
             "streams": {"main": self.stream.path},
-            "tags": {},
+            "tags": dict(self.tags),
             "created_by": self.created_by,
             "created_at": 1767225600000,
             "updated_at": 1767225600000,
@@ -471,6 +472,7 @@ class RequestRecord:
     query: dict[str, str]
     headers: dict[str, str]
     body: Any = None
+    status: int | None = None  # the answer's, once given
 
 
 class FakeElectric:
@@ -506,6 +508,8 @@ class FakeElectric:
         app.router.add_get("/_electric/entities/{type}/{id}", self.get_entity)
         app.router.add_post("/_electric/entities/{type}/{id}/send", self.send)
         app.router.add_post("/_electric/entities/{type}/{id}/signal", self.signal)
+        app.router.add_post("/_electric/entities/{type}/{id}/grants", self.grant)
+        app.router.add_post("/_electric/entities/{type}/{id}/tags/{key}", self.set_tag)
         app.router.add_get("/{type}/{id}/main", self.read_stream)
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=0.1
@@ -560,7 +564,12 @@ class FakeElectric:
         return [r for r in self.requests if r.method == "GET" and r.path == stream_path]
 
     def sends(self) -> list[RequestRecord]:
-        return [r for r in self.requests if r.method == "POST" and r.path.endswith("/send")]
+        """The sends the server took (a refused one is in ``requests`` only)."""
+        return [
+            r
+            for r in self.requests
+            if r.method == "POST" and r.path.endswith("/send") and r.status == 200
+        ]
 
     # -- principal (server.ts buildTenantContext) ------------------------------------------
 
@@ -573,16 +582,20 @@ class FakeElectric:
                 body = json.loads(raw) if raw.strip() else None
             except ValueError:
                 body = raw
-        self.requests.append(
-            RequestRecord(
-                request.method, request.path, dict(request.query), dict(request.headers), body
-            )
+        record = RequestRecord(
+            request.method, request.path, dict(request.query), dict(request.headers), body
         )
+        self.requests.append(record)
         self.changed()
         header = request.headers.get("Electric-Principal")
         if self.require_principal and parse_principal(header) is None:
-            return api_error(401, "UNAUTHORIZED", "Missing Electric-Principal")
-        return await handler(request)
+            response: web.StreamResponse = api_error(
+                401, "UNAUTHORIZED", "Missing Electric-Principal"
+            )
+        else:
+            response = await handler(request)
+        record.status = response.status
+        return response
 
     @staticmethod
     def principal(request: web.Request) -> str:
@@ -634,6 +647,28 @@ class FakeElectric:
             return api_error(404, "NOT_FOUND", f"Entity not found at /{type_name}/{entity_id}")
         return api_error(404, "UNKNOWN_ENTITY_TYPE", f'Entity type "{type_name}" not found')
 
+    async def _entity_body(
+        self,
+        request: web.Request,
+        fields: dict[str, Callable[[Any], bool]],
+        required: str | None = None,
+    ) -> tuple[FakeEntity, dict[str, Any]] | web.Response:
+        """withExistingEntity, then withSchema (``required``: a string field it demands)."""
+        entity = self._existing(request)
+        if isinstance(entity, web.Response):
+            return entity
+        body = await self._body(request, fields)
+        if isinstance(body, web.Response):
+            return body
+        if required is not None and required not in body:
+            return api_error(
+                400,
+                "INVALID_REQUEST",
+                "Request body does not match API schema",
+                [{"path": f"/{required}", "message": "must be string"}],
+            )
+        return entity, body
+
     async def spawn(self, request: web.Request) -> web.Response:
         type_name, entity_id = request.match_info["type"], request.match_info["id"]
         if type_name == "principal":
@@ -653,7 +688,12 @@ class FakeElectric:
             return api_error(409, "DUPLICATE_URL", f'Entity already exists at URL "{url}"')
         stream = FakeStream(f"{url}/main", self)
         entity = FakeEntity(
-            entity_type, entity_id, self.principal(request), stream, list(body.get("grants") or [])
+            entity_type,
+            entity_id,
+            self.principal(request),
+            stream,
+            list(body.get("grants") or []),
+            dict(body.get("tags") or {}),
         )
         now = "2026-01-01T00:00:00.000Z"
         events = [
@@ -684,12 +724,10 @@ class FakeElectric:
         return web.json_response(entity.public())
 
     async def send(self, request: web.Request) -> web.Response:
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, SEND_FIELDS)
-        if isinstance(body, web.Response):
-            return body
+        found = await self._entity_body(request, SEND_FIELDS)
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if self.mangle_send is not None:
             body = self.mangle_send(body)
         principal = self.principal(request)
@@ -737,19 +775,11 @@ class FakeElectric:
         return web.json_response({"txid": txid})
 
     async def signal(self, request: web.Request) -> web.Response:
-        entity = self._existing(request)
-        if isinstance(entity, web.Response):
-            return entity
-        body = await self._body(request, {"signal": lambda v: v in SIGNALS, "reason": _is_str})
-        if isinstance(body, web.Response):
-            return body
-        if "signal" not in body:
-            return api_error(
-                400,
-                "INVALID_REQUEST",
-                "Request body does not match API schema",
-                [{"path": "/signal", "message": "must be string"}],
-            )
+        fields = {"signal": lambda v: v in SIGNALS, "reason": _is_str}
+        found = await self._entity_body(request, fields, required="signal")
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
         if entity.status in ("stopped", "killed"):
             return api_error(409, "INVALID_SIGNAL", f"Cannot signal a {entity.status} entity")
         previous = entity.status
@@ -765,6 +795,35 @@ class FakeElectric:
         return web.json_response(
             {"signal": body["signal"], "previous_state": previous, "new_state": entity.status}
         )
+
+    async def grant(self, request: web.Request) -> web.Response:
+        """createEntityPermissionGrant: a plain insert (the same grant twice is two rows)."""
+        found = await self._entity_body(request, {})
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
+        if not _is_grant(body):
+            return api_error(400, "INVALID_REQUEST", "Request body does not match API schema")
+        if not entity.allows(self.principal(request), "manage"):
+            return api_error(
+                401, "UNAUTHORIZED", f"Principal is not allowed to manage {entity.url}"
+            )
+        entity.grants.append(body)
+        return web.json_response(
+            {"id": len(entity.grants), "entity_url": entity.url, **body}, status=201
+        )
+
+    async def set_tag(self, request: web.Request) -> web.Response:
+        found = await self._entity_body(request, {"value": _is_str}, required="value")
+        if isinstance(found, web.Response):
+            return found
+        entity, body = found
+        if not entity.allows(self.principal(request), "write"):
+            return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to write {entity.url}")
+        if entity.status in ("stopping", "stopped", "killed"):
+            return api_error(409, "NOT_RUNNING", "Entity is not accepting writes")
+        entity.tags[request.match_info["key"]] = body["value"]
+        return web.json_response(entity.public())
 
     def stop_entity(self, url: str) -> None:
         """As a SIGTERM would end: the entity stops, its stream closes."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -33,9 +34,9 @@ def test_credentials_in_the_url_are_not_shown():
 def test_readable_ids_for_usual_keys():
     assert entity_id("slashgate", "telegram:-100123") == "slashgate-telegram_3A-100123"
     assert entity_id("gw", "slack:T1/C2/1700000000.1") == "gw-slack_3AT1_2FC2_2F1700000000_2E1"
-    assert user_principal("U123") == "user:U123"
-    assert user_principal("a/b ü") == "user:a_2Fb_20_C3_BC"
-    assert user_principal("") == "user:_"
+    assert user_principal("slack:T1/C2", "U123") == "user:slack:U123"
+    assert user_principal("webhook:room", "a/b ü") == "user:webhook:a_2Fb_20_C3_BC"
+    assert user_principal("webhook:room", "") == "user:webhook:"
     assert entity_id("gw", "webhook:\ud800") == "gw-webhook_3A_ED_A0_80"  # JSON allows it
 
 
@@ -47,6 +48,25 @@ def test_ids_are_path_safe_and_injective(a: str, b: str):
         assert all(c.isascii() and (c.isalnum() or c in "-_.") for c in value)
     assert (ids[0] == ids[1]) == (a == b)
     assert (escape(a) == escape(b)) == (a == b)
+
+
+def test_the_same_user_id_on_two_channels_is_two_principals():
+    # A webhook caller names its own user: it must not act as the Slack user of that id.
+    assert user_principal("slack:T1/C2", "U123") != user_principal("webhook:c1", "U123")
+    assert user_principal("slack:T1/C2", "U123") == user_principal("slack:T9/C9/1.2", "U123")
+
+
+@given(st.text(), st.text(), st.text(), st.text())
+def test_principals_are_header_safe_and_injective(
+    channel_a: str, user_a: str, channel_b: str, user_b: str
+):
+    channel_a, channel_b = channel_a.replace(":", ""), channel_b.replace(":", "")
+    a = user_principal(f"{channel_a}:room", user_a)
+    b = user_principal(f"{channel_b}:other room", user_b)
+    for value in (a, b):
+        assert value.startswith("user:") and "/" not in value and value.isascii()
+        assert len(value.split(":", 2)[2]) <= MAX_ID
+    assert (a == b) == ((channel_a, user_a) == (channel_b, user_b))
 
 
 def test_long_keys_are_hashed():
@@ -88,3 +108,26 @@ def test_the_documented_configuration_loads(tmp_path: Path, monkeypatch: pytest.
     assert settings.electric_principal == "service:slashgate"
     runtime = build_runtime(settings)
     assert runtime.describe() == "electric (http://127.0.0.1:4437, entity type assistant)"
+
+
+def test_electric_keeps_its_state_in_sqlite_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    for name in list(os.environ):
+        if name.startswith("SLASHGATE_"):
+            monkeypatch.delenv(name)
+    assert Settings(runtime="electric").store == "sqlite"
+    assert Settings(runtime="electric", store="memory").store == "memory"
+    assert Settings().store == "memory"  # other runtimes keep nothing there yet
+    monkeypatch.setenv("SLASHGATE_RUNTIME", "electric")
+    assert Settings().store == "sqlite"
+    monkeypatch.setenv("SLASHGATE_STORE", "memory")
+    assert Settings().store == "memory"
+
+
+async def test_a_memory_store_is_announced_at_start(caplog: pytest.LogCaptureFixture):
+    runtime = ElectricRuntime(Settings(runtime="electric", store="memory"))
+    with caplog.at_level(logging.WARNING, logger="slashgate.electric"):
+        await runtime.start()
+        await runtime.stop()
+    assert "state store in memory" in caplog.text

@@ -106,7 +106,37 @@ async def test_gateway_principal_creates_and_reads_users_send(fake: FakeElectric
     assert entity.created_by == "/principal/service%3Aslashgate"
     reads = [r for r in fake.requests if r.path == entity.stream.path]
     assert {r.headers["Electric-Principal"] for r in reads} == {"service:slashgate"}
-    assert fake.sends()[0].headers["Electric-Principal"] == "user:bob"
+    assert fake.sends()[0].headers["Electric-Principal"] == "user:webhook:bob"
+
+
+async def test_a_user_the_gateway_may_not_grant_gets_the_refusal(
+    fake: FakeElectric, electric_gateway
+):
+    fake.require_principal = True
+    async with aiohttp.ClientSession() as http:  # someone else's entity, readable by the gateway
+        async with http.put(
+            f"{fake.url}/_electric/entities/assistant/slashgate-webhook_3Ac1",
+            json={
+                "grants": [
+                    {
+                        "subject_kind": "principal",
+                        "subject_value": "/principal/service%3Aslashgate",
+                        "permission": "read",
+                    }
+                ]
+            },
+            headers={"Electric-Principal": "service:other"},
+        ) as response:
+            assert response.status == 201
+    async with electric_gateway(electric_principal="service:slashgate") as server:
+        body = await say(server, "hello")
+
+    assert _reply(body) == (
+        "generic",
+        "The request failed: Principal is not allowed to write /assistant/slashgate-webhook_3Ac1",
+    )
+    asked = [(r.path.rsplit("/", 1)[1], r.status) for r in fake.requests if r.method == "POST"]
+    assert asked == [("send", 401), ("grants", 401)]  # one grant asked for, no send again
 
 
 async def test_unreachable_server_is_generic(fake: FakeElectric, electric_gateway):

@@ -49,23 +49,6 @@ async def test_set_replaces_and_delete_removes(store: StateStore):
     assert await store.get("k") is None
 
 
-async def test_scan_by_namespace(store: StateStore):
-    for key in (
-        "electric:stream:a",
-        "electric:stream:b",
-        "electric:other",
-        "dedupe:x",
-        "electric:stream%_",
-    ):
-        await store.set(key, key)
-    found = await store.scan("electric:stream:")
-    assert found == {
-        "electric:stream:a": "electric:stream:a",
-        "electric:stream:b": "electric:stream:b",
-    }
-    assert await store.scan("electric:stream%") == {"electric:stream%_": "electric:stream%_"}
-
-
 async def test_values_must_be_json(store: StateStore):
     with pytest.raises(TypeError):
         await store.set("k", object())
@@ -73,7 +56,7 @@ async def test_values_must_be_json(store: StateStore):
 
 async def test_concurrent_writes_all_land(store: StateStore):
     await asyncio.gather(*(store.set(f"q:{i}", i) for i in range(50)))
-    assert await store.scan("q:") == {f"q:{i}": i for i in range(50)}
+    assert [await store.get(f"q:{i}") for i in range(50)] == list(range(50))
 
 
 async def test_sqlite_state_survives_a_reopen(tmp_path: Path):
@@ -95,7 +78,24 @@ async def test_sqlite_store_refuses_use_before_open(tmp_path: Path):
         await SqliteStore(tmp_path / "s.sqlite3").get("k")
 
 
+async def test_memory_store_forgets_the_least_recently_used_beyond_its_size():
+    store = MemoryStore(max_items=3)
+    for key in ("a", "b", "c"):
+        await store.set(key, key)
+    assert await store.get("a") == "a"  # read: "b" is now the least recently used
+    await store.set("d", "d")
+    assert await store.get("b") is None
+    await store.set("c", "c2")  # replacing a key makes room for nothing else
+    assert [await store.get(k) for k in ("a", "c", "d")] == ["a", "c2", "d"]
+
+
+def test_memory_store_size_must_be_positive():
+    with pytest.raises(ValueError, match="max_items"):
+        MemoryStore(max_items=0)
+
+
 def test_settings_choose_the_store(tmp_path: Path):
-    assert isinstance(open_store(Settings(store="memory")), MemoryStore)
+    chosen_memory = open_store(Settings(store="memory", memory_store_size=7))
+    assert isinstance(chosen_memory, MemoryStore) and chosen_memory.max_items == 7
     chosen = open_store(Settings(store="sqlite", state_path=tmp_path / "s.sqlite3"))
     assert isinstance(chosen, SqliteStore) and chosen.path == tmp_path / "s.sqlite3"

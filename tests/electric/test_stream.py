@@ -10,7 +10,7 @@ import pytest
 from contract import Command
 from gateway.state import SqliteStore
 
-from .conftest import commands, say, say_streaming
+from .conftest import ENTITY_TYPE, commands, say, say_streaming
 from .fake_server import FakeElectric, format_offset
 
 
@@ -111,7 +111,7 @@ async def test_reading_resumes_from_the_saved_offset_after_a_restart(
 
     store = SqliteStore(state)
     await store.open()
-    (saved,) = (await store.scan("electric:stream:")).values()
+    saved = await store.get(f"electric:stream:{ENTITY_TYPE}/{entity.id}")
     await store.close()
     assert saved["offset"] == format_offset(entity.stream.tail)
 
@@ -149,3 +149,32 @@ async def test_an_offset_dropped_by_retention_is_read_again_from_the_start(
     assert {"retro", "deploy", "pr-review"} <= set(listed)  # the type fills in its own
     assert not {"standup", "old"} & set(listed)  # their rows went with the dropped history
     assert body["reply"]["text"] == "Ran /retro."
+
+
+async def test_withdrawn_commands_go_when_retention_drops_the_offset_of_a_live_reader(
+    fake: FakeElectric, electric_gateway
+):
+    published: list[set[str]] = []
+    changed = asyncio.Event()
+
+    def listener(menu: tuple[Command, ...]) -> None:
+        published.append({c.name for c in menu})
+        changed.set()
+
+    async with electric_gateway() as server:
+        server.gateway.subscribe(listener)
+        await say(server, "learn standup")
+        assert "standup" in published[-1]
+        (entity,) = fake.entities.values()
+        # The reader misses the delete (torn SSE: data without its control event), and
+        # retention then drops everything it had not read: it gets a 410 and rereads a
+        # history with no slash_command row at all.
+        changed.clear()
+        entity.stream.disconnect_sse(torn=True)
+        fake.unregister(entity, "standup")
+        entity.stream.retained_from = entity.stream.tail
+        await asyncio.wait_for(changed.wait(), 5)
+        listed = await commands(server)
+
+    assert "standup" not in published[-1] and "standup" not in listed
+    assert {"deploy", "pr-review"} <= published[-1]  # the type's own stay

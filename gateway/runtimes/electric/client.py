@@ -17,6 +17,8 @@ from .wire import BAD_RESPONSE, DUPLICATE_URL, ElectricError, Entity, EntityType
 _M = TypeVar("_M", bound=BaseModel)
 
 PRINCIPAL_HEADER = "Electric-Principal"
+# What a request raises when the server refused it or it did not get through.
+REQUEST_ERRORS = (ElectricError, aiohttp.ClientError, TimeoutError)
 API_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
 
 
@@ -105,6 +107,14 @@ class ElectricClient:
     ) -> None:
         path = f"{_entity_path(type_name, entity_id)}/send"
         await self._request("POST", path, message, principal)
+
+    async def grant(self, type_name: str, entity_id: str, grant: dict[str, Any]) -> None:
+        """Add a permission grant (needs ``manage`` on the entity: its creator has it)."""
+        await self._request("POST", f"{_entity_path(type_name, entity_id)}/grants", grant)
+
+    async def set_tag(self, type_name: str, entity_id: str, key: str, value: str) -> None:
+        path = f"{_entity_path(type_name, entity_id)}/tags/{_segment(key)}"
+        await self._request("POST", path, {"value": value})
 
     async def signal(self, type_name: str, entity_id: str, signal: str) -> None:
         await self._request(

@@ -5,18 +5,15 @@ from __future__ import annotations
 import logging
 import re
 
-import aiohttp
-
 from contract import Command
 
 from ...config import Settings
 from ...events import SessionUpdated
-from ...state import StateStore, open_store
+from ...state import MemoryStore, StateStore, open_store
 from ..base import Runtime, RuntimeSession, UpdateListener
-from .client import ElectricClient
-from .ids import check_prefix, entity_id, generation_id
+from .client import REQUEST_ERRORS, ElectricClient
+from .ids import check_prefix
 from .session import ElectricSession
-from .wire import ElectricError
 
 log = logging.getLogger("slashgate.electric")
 
@@ -45,6 +42,11 @@ class ElectricRuntime(Runtime):
     async def start(self) -> None:
         await self.store.open()
         await self.client.start()
+        if isinstance(self.store, MemoryStore):
+            log.warning(
+                'state store in memory (store = "memory"): after a restart, or once it forgot '
+                "a conversation, every stream is read again from its start"
+            )
 
     async def stop(self) -> None:
         await self.client.close()
@@ -52,12 +54,10 @@ class ElectricRuntime(Runtime):
             await self.store.close()
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        generation = await self.store.get(self.generation_key(key)) or 0
-        ident = generation_id(entity_id(self.prefix, key), generation)
-        session = ElectricSession(self, key, ident, updates)
+        session = ElectricSession(self, key, updates)
         try:
             await session.ensure()
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             # The first turn tries again and tells the user why it cannot run; meanwhile the
             # type's commands still classify as commands (not as unknown ones).
             log.warning("cannot open the entity for %s yet: %s", key, exc)
@@ -71,7 +71,7 @@ class ElectricRuntime(Runtime):
     async def static_commands(self) -> tuple[Command, ...] | None:
         try:
             entity_type = await self.client.entity_type(self.settings.electric_entity_type)
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.warning("no static commands from %s: %s", self.client.shown, exc)
             return None
         self.static = tuple(c.command() for c in entity_type.slash_commands or ())

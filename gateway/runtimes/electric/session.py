@@ -8,17 +8,18 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import aiohttp
 
-from contract import Category, categorize
+from contract import Category
 
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import RuntimeSession, Turn, UpdateListener
-from .ids import user_principal
+from .client import REQUEST_ERRORS
+from .ids import entity_id, generation_id, principal_url, user_principal
 from .inventory import Inventory
 from .stream import START, Batch
 from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
@@ -38,9 +39,8 @@ _STOP_REASONS = {
     "content-filter": "refusal",
     "refusal": "refusal",
 }
-# Write access for the gateway's users, granted when the gateway creates an entity: the
-# server lets only an entity's creator or a grantee write to it (permissions.ts).
-USER_GRANTS = [{"subject_kind": "principal_kind", "subject_value": "user", "permission": "write"}]
+# The base entity's tag naming the conversation's current generation (the count of /new).
+GENERATION_TAG = "slashgate-generation"
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 
 
@@ -102,7 +102,7 @@ class _Turn:
             return
         reason = str(value.get("finish_reason") or "")
         if status == "failed":
-            self.finish(self.error or ErrorEvent(categorize(reason), f"the run failed ({reason})"))
+            self.finish(self.error or ErrorEvent.from_text(f"the run failed ({reason})"))
         else:
             self.finish(MessageEnd(_STOP_REASONS.get(reason, "end_turn")))
 
@@ -117,7 +117,7 @@ class _Turn:
 
     def _error(self, value: dict[str, Any]) -> None:
         message = str(value.get("message") or value.get("error_code") or "")
-        error = ErrorEvent(categorize(message), message or "failed")
+        error = ErrorEvent.from_text(message or "failed")
         run_id = value.get("run_id")
         if run_id is None or value.get("error_code") == HANDLER_FAILED:
             self.finish(error)  # the handler or the wake failed: no run will end it
@@ -126,12 +126,11 @@ class _Turn:
 
 
 class ElectricSession(RuntimeSession):
-    def __init__(
-        self, runtime: ElectricRuntime, key: str, entity_id: str, updates: UpdateListener
-    ) -> None:
+    def __init__(self, runtime: ElectricRuntime, key: str, updates: UpdateListener) -> None:
         self.runtime = runtime
         self.key = key
-        self.entity_id = entity_id
+        self.base_id = entity_id(runtime.prefix, key)
+        self.generation: int | None = None  # which entity: known once resolved
         self._updates = updates
         self._entity: Entity | None = None
         self._inventory = Inventory()
@@ -140,6 +139,10 @@ class ElectricSession(RuntimeSession):
         self._reader: asyncio.Task[None] | None = None
         self._turn: _Turn | None = None
         self._ready = asyncio.Lock()
+
+    @property
+    def entity_id(self) -> str:
+        return generation_id(self.base_id, self.generation or 0)
 
     @property
     def state_key(self) -> str:
@@ -153,11 +156,15 @@ class ElectricSession(RuntimeSession):
             if self._reader is not None:
                 return
             client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
-            entity = await client.create_entity(type_name, self.entity_id, {"grants": USER_GRANTS})
+            base = await self._resolve()
+            if base is not None and self.generation == 0:
+                entity = base
+            else:
+                entity = await self._create(self.entity_id)
             try:
                 declared = (await client.entity_type(type_name)).slash_commands or []
                 self.runtime.static = tuple(c.command() for c in declared)
-            except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+            except REQUEST_ERRORS as exc:
                 log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
             saved = await self.runtime.store.get(self.state_key)
             if _matches(saved, self.runtime.client.shown, entity.streams.main):
@@ -168,6 +175,28 @@ class ElectricSession(RuntimeSession):
             self._entity = entity
             self._inventory = Inventory(self.runtime.static or (), rows)
             self._reader = asyncio.create_task(self._read(entity.streams.main))
+
+    async def _resolve(self) -> Entity | None:
+        """Make ``generation`` known: the store keeps it; when it does not (a fresh or a
+        lossy store), the base entity's tag tells, so that a lost key never brings back the
+        agent a user left with ``/new``. Returns the base entity when it was read for this.
+        """
+        if self.generation is not None:
+            return None
+        store, key = self.runtime.store, self.runtime.generation_key(self.key)
+        saved = await store.get(key)
+        if isinstance(saved, int) and not isinstance(saved, bool) and saved >= 0:
+            self.generation = saved
+            return None
+        base = await self._create(self.base_id)
+        self.generation = _tagged_generation(base)
+        if self.generation:
+            await store.set(key, self.generation)
+        return base
+
+    async def _create(self, ident: str) -> Entity:
+        type_name = self.runtime.settings.electric_entity_type
+        return await self.runtime.client.create_entity(type_name, ident, {})
 
     async def _read(self, stream_path: str) -> None:
         """Follow the stream for good. The inventory is first reported once caught up (not
@@ -193,6 +222,7 @@ class ElectricSession(RuntimeSession):
                     log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
                     self._offset = START
                     self._inventory.clear()
+                    reported = False  # what was reported may be gone: report once caught up
                     continue
                 log.warning("reading %s failed: %s", stream_path, exc)
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
@@ -252,31 +282,17 @@ class ElectricSession(RuntimeSession):
     # -- turns ----------------------------------------------------------------------------
 
     async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        client = self.runtime.client
-        try:
-            await self.ensure()
-        except ElectricError as exc:
-            yield http_failure(exc)
-            return
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            yield network_failure(client.shown, exc)
+        failure = await self._request(self.ensure())
+        if failure is not None:
+            yield failure
             return
         state = _Turn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
         try:
-            try:
-                await client.send(
-                    self.runtime.settings.electric_entity_type,
-                    self.entity_id,
-                    message,
-                    principal=user_principal(turn.user),
-                )
-            except ElectricError as exc:
-                yield http_failure(exc)
-                return
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                yield network_failure(client.shown, exc)
+            failure = await self._request(self._send(message, user_principal(self.key, turn.user)))
+            if failure is not None:
+                yield failure
                 return
             while True:
                 event = await state.events.get()
@@ -289,6 +305,41 @@ class ElectricSession(RuntimeSession):
             if self._turn is state and state.done:
                 self._turn = None
 
+    async def _request(self, call: Awaitable[None]) -> ErrorEvent | None:
+        """Await one step of a turn that talks to the server: None, or the user's failure."""
+        try:
+            await call
+        except ElectricError as exc:
+            return http_failure(exc)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return network_failure(self.runtime.client.shown, exc)
+        return None
+
+    async def _send(self, message: dict[str, Any], principal: str) -> None:
+        """Send as the chat user. Only the entity's creator (the gateway) and its grantees
+        may write to it (permissions.ts): a user's first send is refused (401) until the
+        gateway grants that one principal write, then sent again. A grant the gateway may
+        not give leaves the user with the send's refusal.
+        """
+        client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
+        try:
+            await client.send(type_name, self.entity_id, message, principal)
+            return
+        except ElectricError as exc:
+            if exc.status != 401:
+                raise
+            refused = exc
+        grant = {
+            "subject_kind": "principal",
+            "subject_value": principal_url(principal),
+            "permission": "write",
+        }
+        try:
+            await client.grant(type_name, self.entity_id, grant)
+        except ElectricError:
+            raise refused from None
+        await client.send(type_name, self.entity_id, message, principal)
+
     async def cancel(self) -> None:
         state = self._turn
         if state is None or state.done:
@@ -297,16 +348,33 @@ class ElectricSession(RuntimeSession):
             await self.runtime.client.signal(
                 self.runtime.settings.electric_entity_type, self.entity_id, "SIGINT"
             )
-        except (ElectricError, aiohttp.ClientError, TimeoutError) as exc:
+        except REQUEST_ERRORS as exc:
             log.warning("SIGINT to %s failed: %s", self.entity_id, exc)
         # The aborted run's end may never be told apart from later runs: stop here.
         state.finish(MessageEnd("cancelled"))
 
     async def reset(self) -> None:
-        """``/new``: the next open of this conversation uses a new entity (a fresh agent)."""
+        """``/new``: the next open of this conversation uses a new entity (a fresh agent).
+        The base entity's tag records it on the server, the store keeps it; the old entity's
+        stream position goes, nothing reads that stream again.
+        """
         await self.close()
-        key = self.runtime.generation_key(self.key)
-        await self.runtime.store.set(key, (await self.runtime.store.get(key) or 0) + 1)
+        try:
+            await self._resolve()
+        except REQUEST_ERRORS as exc:
+            log.error("/new in %s is lost: its entity is unknown (%s)", self.key, exc)
+            return
+        old = self.state_key
+        self.generation = (self.generation or 0) + 1
+        type_name = self.runtime.settings.electric_entity_type
+        try:
+            await self.runtime.client.set_tag(
+                type_name, self.base_id, GENERATION_TAG, str(self.generation)
+            )
+        except REQUEST_ERRORS as exc:
+            log.warning("cannot tag %s with generation %d: %s", self.base_id, self.generation, exc)
+        await self.runtime.store.set(self.runtime.generation_key(self.key), self.generation)
+        await self.runtime.store.delete(old)
 
     async def close(self) -> None:
         if self._turn is not None:
@@ -320,6 +388,18 @@ class ElectricSession(RuntimeSession):
             await self._save()  # what was applied is what a restart resumes after
         except Exception:
             log.exception("cannot save the stream offset of %s", self.entity_id)
+
+
+def _tagged_generation(base: Entity) -> int:
+    tag = base.tags.get(GENERATION_TAG)
+    if tag is None:
+        return 0
+    if not tag.isascii() or not tag.isdigit():
+        log.warning(
+            "%s has a malformed %s tag %r; using the entity itself", base.url, GENERATION_TAG, tag
+        )
+        return 0
+    return int(tag)
 
 
 def _matches(saved: Any, server: str, stream_path: str) -> TypeGuard[dict[str, Any]]:

@@ -30,6 +30,7 @@ class Entity(_Lenient):
     type: str | None = None
     status: str = "idle"
     streams: Streams
+    tags: dict[str, str] = {}
 
 
 class SlashCommandArgument(_Lenient):

@@ -63,8 +63,9 @@ class EmbeddedSession(RuntimeSession):
             while (item := await queue.get()) is not _DONE:
                 yield item  # type: ignore[misc]
         finally:
-            if not task.done():
-                task.cancel()
+            # The handler's clean-up finishes here, not in the next turn.
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _handle(self, wake: InboxWake, queue: asyncio.Queue[object]) -> None:
         try:
