@@ -19,7 +19,7 @@ from aiogram import Bot, Dispatcher, Router
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramAPIError
-from aiogram.types import BotCommand, CallbackQuery, Message, MessageEntity, Update, User
+from aiogram.types import CallbackQuery, Message, MessageEntity, Update, User
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -32,6 +32,7 @@ from gateway.inbound import InboundMessage
 from .delivery import RetryAfter, Target, Throttle
 from .intake import Intake
 from .menu import Menu
+from .menus import Menus
 from .permissions import Permissions
 from .sink import TelegramSink
 
@@ -68,12 +69,10 @@ class TelegramChannel(Channel):
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.permissions = Permissions(self.bot, gateway, self.name)
         self.drafts = True  # sendMessageDraft available (until the server says otherwise)
-        self.menu = Menu()
         self.menu_debounce = MENU_DEBOUNCE
+        self.menus = Menus(self.bot, lambda: self.menu_debounce)
         self.me: User | None = None
         self._mention: re.Pattern[str] | None = None
-        self._published: tuple[tuple[str, str], ...] | None = None
-        self._publisher: asyncio.Task[None] | None = None
         self._polling: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -100,10 +99,11 @@ class TelegramChannel(Channel):
         username = self.me.username or ""
         self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)
         self.gateway.subscribe(self._inventory_changed)
+        self.gateway.subscribe_conversation(self._conversation_changed)
         menu = self.gateway.menu()
         if menu is not None:  # None: the runtime has not answered yet, publish nothing
-            self.menu = Menu.build(menu)
-            await self._publish()
+            self.menus.default.menu = Menu.build(menu)
+            await self.menus.default.publish()
         if self.settings.telegram_mode == "polling":
             await self._start_polling()
         elif self.settings.telegram_webhook_url:
@@ -138,10 +138,7 @@ class TelegramChannel(Channel):
             # Not cancel(): aiogram stops its own polling tasks only when asked to stop.
             await self.dispatcher.stop_polling()
             await self._polling
-        if self._publisher is not None:
-            self._publisher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._publisher
+        await self.menus.aclose()
         await self.intake.close(self.settings.run_timeout + SHUTDOWN_GRACE)
         if self._polling is not None:
             await self._confirm_polled()
@@ -194,7 +191,7 @@ class TelegramChannel(Channel):
         text = self._strip_mention(text)
         if not text.strip():
             return
-        text = self.menu.rewrite(text)
+        text = self.menus.for_chat(message.chat.id).rewrite(text)
         thread = message.message_thread_id if message.is_topic_message else None
         target = Target(message.chat.id, thread, message.message_id, private)
         inbound = InboundMessage(
@@ -254,31 +251,17 @@ class TelegramChannel(Channel):
     # -- the command menu -----------------------------------------------------------------
 
     def _inventory_changed(self, inventory: tuple[Command, ...]) -> None:
-        self.menu = Menu.build(inventory)  # names typed back work at once
-        if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.create_task(self._publish_later())
+        if not self._stopping:
+            self.menus.default.update(inventory)
 
-    async def _publish_later(self) -> None:
-        while True:
-            await asyncio.sleep(self.menu_debounce)
-            if not await self._publish() or self.menu.commands == self._published:
-                return
-
-    async def _publish(self) -> bool:
-        """setMyCommands with the current menu unless it is already there; False on failure."""
-        commands = self.menu.commands
-        if commands == self._published:
-            return True
-        try:
-            await self.bot.set_my_commands(
-                [BotCommand(command=name, description=text) for name, text in commands]
-            )
-        except TelegramAPIError as exc:
-            log.error("Telegram refused the command menu: %s", exc.message)
-            return False
-        self._published = commands
-        log.info("published %d commands to the Telegram menu", len(commands))
-        return True
+    def _conversation_changed(self, key: str, inventory: tuple[Command, ...]) -> None:
+        """A chat's own commands go to that chat's menu only (never everybody's)."""
+        channel, _, rest = key.partition(":")
+        if channel != self.name or self._stopping:
+            return
+        chat = rest.partition(":")[0]  # forum topics share their chat's menu
+        with contextlib.suppress(ValueError):
+            self.menus.chat_changed(int(chat), inventory)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
