@@ -192,13 +192,13 @@ async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(g
 
 
 class UnreachableRuntime(ScriptedRuntime):
-    """Opening a session fails: an error outside the turn, where the core does not catch it."""
+    """Opening a session fails: an error before any turn runs."""
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
         raise RuntimeError("the agent is not installed")
 
 
-async def test_a_failure_outside_the_turn_still_reaches_the_user_once(gateway_server):
+async def test_a_runtime_that_cannot_open_a_session_is_one_warning(gateway_server):
     async with (
         fake_slack() as fake,
         slack_gateway(gateway_server, fake, UnreachableRuntime(deltas("never"))) as h,
