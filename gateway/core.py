@@ -294,6 +294,14 @@ class Gateway:
         await _safely(sink.final(reply))
         return Outcome(result, forwarded, reply)
 
+    def failure_reply(
+        self, category: Category, name: str | None = None, error: str | None = None
+    ) -> Reply:
+        """A failure worded by the contract, for a channel whose input failed outside
+        ``handle`` (a crash in the pipeline, a shutdown): the same text ``handle`` would give.
+        """
+        return self._failure(category, name, error)
+
     def _failure(self, category: Category, name: str | None, error: str | None = None) -> Reply:
         text = self._base.failure(category, name, error)
         return Reply(text, category, slash=name is not None)
