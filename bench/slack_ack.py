@@ -132,7 +132,7 @@ async def main(requests: int) -> None:
                     samples[name].append(ms)
         for channel in server.channels:
             if isinstance(channel, SlackChannel):
-                await channel.drain()  # let the scheduled work finish before shutting down
+                await channel.drain(60.0)  # let the scheduled work finish before shutting down
         await runner.cleanup()
     await fake.stop()
 

@@ -19,7 +19,10 @@ from contract import Catalog
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SLASHGATE_", extra="forbid")
+    # Errors name the field and the rule, not the input: that may hold tokens and API keys.
+    model_config = SettingsConfigDict(
+        env_prefix="SLASHGATE_", extra="forbid", hide_input_in_errors=True
+    )
 
     # server
     host: str = "127.0.0.1"
@@ -68,13 +71,13 @@ class Settings(BaseSettings):
     # acp runtime: any Agent Client Protocol agent over stdio
     acp_command: list[str] = []
     acp_cwd: Path = Path(".")
-    acp_env: dict[str, str] = {}
+    acp_env: dict[str, SecretStr] = {}  # API keys, often: revealed only to the child
     acp_auth_method: str | None = None
 
     # pi runtime: `pi --mode rpc`, one process per conversation
     pi_command: list[str] = ["pi", "--mode", "rpc"]
     pi_cwd: Path = Path(".")
-    pi_env: dict[str, str] = {}
+    pi_env: dict[str, SecretStr] = {}
     pi_pool_size: int = Field(8, ge=1)
     pi_idle_ttl: float = Field(600.0, gt=0)
 

@@ -29,7 +29,10 @@ class RunState:
 
 class Conversation:
     def __init__(
-        self, key: str, runtime: Runtime, on_inventory: Callable[[tuple[Command, ...]], None]
+        self,
+        key: str,
+        runtime: Runtime,
+        on_inventory: Callable[[str, tuple[Command, ...]], None],
     ) -> None:
         self.key = key
         self.runtime = runtime
@@ -57,7 +60,7 @@ class Conversation:
         """Merge a runtime's SessionUpdated; drops cached contracts when the inventory changed."""
         if self.info.apply(update):
             self._contracts.clear()
-            self._on_inventory(self.info.commands or ())
+            self._on_inventory(self.key, self.info.commands or ())
         elif update.modes is not None:
             self._contracts.clear()  # /mode is a host command only while there are modes
         if self.info.commands is not None:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import cast
+from typing import Any, cast
 
 from contract import (
     Catalog,
@@ -37,6 +37,7 @@ from .tasks import BackgroundTasks
 log = logging.getLogger("slashgate.core")
 
 InventoryListener = Callable[[tuple[Command, ...]], Awaitable[None] | None]
+ConversationListener = Callable[[str, tuple[Command, ...]], Awaitable[None] | None]
 
 _STOP_NOTES = {
     "cancelled": "_(cancelled)_",
@@ -56,6 +57,7 @@ class Gateway:
         )
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._listeners: list[InventoryListener] = []
+        self._conversation_listeners: list[ConversationListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
         self._background = BackgroundTasks()
         self.closing = False
@@ -118,22 +120,33 @@ class Gateway:
         except _OpenFailed:
             return self.menu() or self.host_commands()
 
-    def _first_inventory(self, commands: tuple[Command, ...]) -> None:
-        """A conversation's list seeds the menu only while the runtime has given none: a
-        conversation's own (dynamic) commands are its own, never everybody's menu.
+    def subscribe_conversation(self, listener: ConversationListener) -> None:
+        """Called with (conversation key, its effective inventory) whenever that
+        conversation's commands change: for menus scoped to one chat.
+        """
+        self._conversation_listeners.append(listener)
+
+    def _conversation_inventory(self, key: str, commands: tuple[Command, ...]) -> None:
+        """A conversation's list seeds the global menu only while the runtime has given none:
+        a conversation's own (dynamic) commands are its own, never everybody's menu.
         """
         if self.inventory is None and commands:
             self._inventory_changed(commands)
+        conv = self._conversations.get(key)
+        menu = self.host_commands(conv.info if conv else None) + commands
+        self._notify(self._conversation_listeners, key, menu)
+
+    def _notify(self, listeners: list[Any], *args: Any) -> None:
+        for listener in listeners:
+            result = listener(*args)
+            if asyncio.iscoroutine(result):
+                self._background.spawn(result)
 
     def _inventory_changed(self, commands: tuple[Command, ...]) -> None:
         if commands == self.inventory:
             return
         self.inventory = commands
-        menu = self.host_commands() + commands
-        for listener in self._listeners:
-            result = listener(menu)
-            if asyncio.iscoroutine(result):
-                self._background.spawn(result)
+        self._notify(self._listeners, self.host_commands() + commands)
 
     # -- conversations --------------------------------------------------------------------
 
@@ -142,7 +155,7 @@ class Gateway:
         """The conversation for ``key``, its session open; never evicted while in use."""
         conv = self._conversations.get(key)
         if conv is None:
-            conv = Conversation(key, self.runtime, self._first_inventory)
+            conv = Conversation(key, self.runtime, self._conversation_inventory)
             self._conversations[key] = conv
         else:
             self._conversations.move_to_end(key)
@@ -280,6 +293,14 @@ class Gateway:
     ) -> Outcome:
         await _safely(sink.final(reply))
         return Outcome(result, forwarded, reply)
+
+    def failure_reply(
+        self, category: Category, name: str | None = None, error: str | None = None
+    ) -> Reply:
+        """A failure worded by the contract, for a channel whose input failed outside
+        ``handle`` (a crash in the pipeline, a shutdown): the same text ``handle`` would give.
+        """
+        return self._failure(category, name, error)
 
     def _failure(self, category: Category, name: str | None, error: str | None = None) -> Reply:
         text = self._base.failure(category, name, error)

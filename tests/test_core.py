@@ -398,7 +398,7 @@ async def test_shutdown_cancels_running_turns_with_their_reply_and_refuses_new_i
 
 
 async def test_a_cancelled_waiter_stays_cancelled_when_the_slot_is_released() -> None:
-    conv = Conversation("k", _Flaky(), lambda commands: None)
+    conv = Conversation("k", _Flaky(), lambda key, commands: None)
     assert conv.try_acquire()
     waiter = asyncio.create_task(conv.acquire())
     await until(lambda: conv.queued == 1)

@@ -12,7 +12,8 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import ClientSession, web
@@ -20,11 +21,14 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
+from channels.webhook.wire import error_body
 from gateway.channel import Channel
-from gateway.inbound import InboundMessage, Reply
+from gateway.inbound import InboundMessage
 from gateway.store import DedupeWindow
+from gateway.tasks import BackgroundTasks
 
 from .manifest import EVENTS_PATH
 from .markup import command_source, normalize, umbrella_source
@@ -45,10 +49,16 @@ log = logging.getLogger("slashgate.slack")
 EVENT_DEDUPE_TTL = 3600.0
 EVENT_DEDUPE_SIZE = 10_000
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+RETRY_AFTER = "1"  # seconds, in the 503 answered while the channel stops
+STOPPING = "the gateway is stopping, retry later"
+STOPPED = "the gateway stopped before the reply was finished"
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    """The error body of the webhook channel on the same server."""
+    return web.json_response(error_body(code, message), status=status, headers=headers)
 
 
 class SlackChannel(Channel):
@@ -68,7 +78,8 @@ class SlackChannel(Channel):
         self._dedupe = DedupeWindow(EVENT_DEDUPE_SIZE, EVENT_DEDUPE_TTL)
         self._auth: AuthorizeResult | None = None
         self._auth_lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()
+        self._stopping = False
         self._socket: AsyncSocketModeHandler | None = None
         self._connecting: asyncio.Task[None] | None = None
 
@@ -105,25 +116,22 @@ class SlackChannel(Channel):
             self._connecting = asyncio.ensure_future(self._socket.connect_async())
 
     async def stop(self) -> None:
+        # First of all: from now on Slack is told to come back later, and nothing new starts.
+        self._stopping = True
         if self._connecting is not None:
             self._connecting.cancel()
             await asyncio.wait({self._connecting})
         if self._socket is not None:
             await self._socket.close_async()
-        pending = await self.drain(self.settings.cancel_grace)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-        if self.outbox.session is not None:
+        await self.drain(self.settings.cancel_grace)
+        if self.outbox.session is not None:  # only now: the inputs drained above post with it
             await self.outbox.session.close()
 
-    async def drain(self, grace: float | None = None) -> set[asyncio.Task[None]]:
-        """Wait for the inputs in flight (all of them, or for ``grace`` seconds); those left."""
-        if not self._tasks:
-            return set()
-        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
-        return pending
+    async def drain(self, grace: float) -> None:
+        """Let the inputs in flight finish for at most ``grace`` seconds, then cancel the rest
+        (each cancelled input still tells its user, once).
+        """
+        await self._tasks.drain(grace)
 
     def describe(self) -> str:
         mode = "Socket Mode" if self.settings.slack_app_token else f"HTTP POST {EVENTS_PATH}"
@@ -147,9 +155,7 @@ class SlackChannel(Channel):
         return self._auth
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(work)
 
     # -- HTTP ------------------------------------------------------------------------------
 
@@ -159,19 +165,24 @@ class SlackChannel(Channel):
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
-            return _error(400, "request body is not UTF-8")
+            return _error(400, "invalid_request", "request body is not UTF-8")
         if not self._signed(request, body):
-            return _error(401, "invalid or expired Slack signature")
+            return _error(401, "unauthorized", "invalid or expired Slack signature")
         try:
             bolt_request = AsyncBoltRequest(
                 body=body, query=request.query_string, headers=dict(request.headers)
             )
         except Exception:
-            return _error(400, "malformed Slack payload")
+            return _error(400, "invalid_request", "malformed Slack payload")
         response = await self.app.async_dispatch(bolt_request)
+        if response.status == 503:  # stopping (see _listen): Slack delivers the event again
+            return _error(503, "service_unavailable", STOPPING, {"Retry-After": RETRY_AFTER})
         if response.status >= 500:  # bolt could not handle a signed but unexpected payload
             log.warning("Slack payload not processed (%s)", response.status)
-            return _error(400, "unprocessable Slack payload")
+            return _error(400, "invalid_request", "unprocessable Slack payload")
+        if response.status >= 400:  # bolt's own refusal (no listener for it): in this shape too
+            reason = HTTPStatus(response.status).phrase
+            return _error(response.status, reason.lower().replace(" ", "_"), reason)
         return await to_aiohttp_response(response)
 
     def _signed(self, request: web.Request, body: str) -> bool:
@@ -189,6 +200,19 @@ class SlackChannel(Channel):
 
     def _listen(self, app: AsyncApp) -> None:
         # Bolt injects arguments by parameter name, so listeners are plain functions.
+        @app.middleware
+        async def refuse_while_stopping(
+            response: BoltResponse, next_: Callable[[], Awaitable[None]]
+        ) -> BoltResponse:
+            """While the channel stops, no listener runs and nothing is acknowledged: over
+            HTTP Slack gets a 503, over Socket Mode no ack; either way it delivers again later
+            (to this gateway restarted, or to another one).
+            """
+            if self._stopping:
+                return BoltResponse(status=503)
+            await next_()
+            return response
+
         @app.event("app_mention")
         async def on_mention(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
             self._on_message(body, event, context.bot_user_id)
@@ -240,12 +264,15 @@ class SlackChannel(Channel):
         text = normalize(str(event.get("text") or ""), bot_user_id)
         if not text.strip():
             return
+        # Replies go in the thread of the message. In a channel each thread is a conversation;
+        # a direct message is one conversation (top level and threads), as a chat with a person.
         thread = str(event.get("thread_ts") or ts)
+        direct = event.get("channel_type") == "im"
         team = event.get("team") or body.get("team_id")
         target = Target(
             channel=channel,
             user=user,
-            conversation=f"{channel}:{thread}",
+            conversation=channel if direct else f"{channel}:{thread}",
             team=team,
             thread_ts=thread,
         )
@@ -283,8 +310,12 @@ class SlackChannel(Channel):
         except Exception as exc:  # a bug in the pipeline still reaches the user, once
             log.exception("handling a Slack message failed")
             if not sink.finished:
-                failure = self.gateway.catalog.text("generic", None, str(exc) or type(exc).__name__)
-                await sink.final(Reply(failure, "generic"))
+                error = str(exc) or type(exc).__name__
+                await sink.final(self.gateway.failure_reply("generic", None, error))
+        except asyncio.CancelledError:  # still running when the channel stopped
+            if not sink.finished:
+                await sink.final(self.gateway.failure_reply("generic", None, STOPPED))
+            raise
         finally:
             sink.close()
 

@@ -24,18 +24,15 @@ from .web import respond
 log = logging.getLogger("slashgate.slack")
 
 STREAM_LIMIT = 12_000  # chat.startStream / appendStream: markdown_text per call
+SECTION_LIMIT = 3000  # Block Kit: a section's text; past it Slack answers invalid_blocks
 PERMISSION_ACTION = "slashgate_permission"
 WARNING = ":warning: "
 # Errors after which the bot cannot post in a channel: fall back to the command's response_url.
 _CANNOT_POST = {"not_in_channel", "channel_not_found", "is_archived", "restricted_action"}
-# Transient streaming errors; any other one means the workspace does not offer it.
-_TRANSIENT = {
-    "ratelimited",
-    "internal_error",
-    "fatal_error",
-    "service_unavailable",
-    "request_timeout",
-}
+# chat.startStream errors that say this app cannot stream at all (method, token, scopes): no
+# sink tries again. Any other error (rate limits, this channel's restrictions, this call's
+# arguments) turns streaming off for its own reply only.
+_NO_STREAMING = {"unknown_method", "method_deprecated", "not_allowed_token_type", "missing_scope"}
 
 
 @dataclass
@@ -60,13 +57,29 @@ class Target:
     response_url: str | None = None  # slash commands: ephemeral rejections, fallback posting
 
 
+def permission_title(event: PermissionRequired) -> str:
+    """The request's title, escaped and cut so that ``:lock: *title*`` fits a section."""
+    title = escape(event.title)
+    room = SECTION_LIMIT - utf16_len(":lock: **")
+    if utf16_len(title) > room:
+        title = chunks(title, room - 2)[0] + " …"
+    return title
+
+
 def permission_blocks(event: PermissionRequired, target: Target) -> list[dict[str, Any]]:
     """The request as a section and one button per option; the value carries the request."""
     buttons = [_button(index, option, event, target) for index, option in enumerate(event.options)]
+    section = {"type": "mrkdwn", "text": f":lock: *{permission_title(event)}*"}
     return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f":lock: *{escape(event.title)}*"}},
+        {"type": "section", "text": section},
         {"type": "actions", "block_id": PERMISSION_ACTION, "elements": buttons[:25]},
     ]
+
+
+def permission_text(event: PermissionRequired) -> str:
+    """The request in words, options listed, for when Slack refuses its buttons."""
+    options = "\n".join(f"• {escape(option.name or option.option_id)}" for option in event.options)
+    return f":lock: *{permission_title(event)}*\n{options}"
 
 
 def _button(
@@ -134,9 +147,10 @@ class SlackSink(ReplySink):
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
-            await self._post(
-                f":lock: {escape(event.title)}", blocks=permission_blocks(event, self.target)
-            )
+            blocks = permission_blocks(event, self.target)
+            if await self._post(f":lock: {permission_title(event)}", blocks=blocks) is None:
+                # Without a message the user would not know the turn waits for them.
+                await self._post(permission_text(event))
 
     async def final(self, reply: Reply) -> None:
         self.finished = True
@@ -218,7 +232,7 @@ class SlackSink(ReplySink):
                 )
             except SlackApiError as exc:
                 error = str(exc.response.get("error", ""))
-                if error not in _TRANSIENT:
+                if error in _NO_STREAMING:
                     self.outbox.native_streaming = False
                 log.info("chat.startStream unavailable (%s); updating a message instead", error)
                 self._native = False
@@ -284,9 +298,10 @@ class SlackSink(ReplySink):
     async def _post(
         self, text: str, blocks: list[dict[str, Any]] | None = None, preview: bool = False
     ) -> str | None:
-        """Post in the thread (or the channel); the message's ts, None if not through the API.
-        Where the bot may not post, a slash command's response_url takes the message instead,
-        except previews: it takes only five.
+        """Post in the thread (or the channel): the message's ts, ``""`` when it went through
+        a response_url (no ts), None when it was not posted. Where the bot may not post, a
+        slash command's response_url takes the message instead, except previews: it takes
+        only five.
         """
         if not self._via_response_url:
             try:
@@ -309,8 +324,7 @@ class SlackSink(ReplySink):
         body: dict[str, Any] = {"response_type": "in_channel", "text": text}
         if blocks:
             body["blocks"] = blocks
-        await respond(self.outbox.session, self.target.response_url, body)
-        return None
+        return "" if await respond(self.outbox.session, self.target.response_url, body) else None
 
     async def _update(self, ts: str, text: str) -> None:
         try:

@@ -19,7 +19,7 @@ from aiogram import Bot, Dispatcher, Router
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramAPIError
-from aiogram.types import BotCommand, CallbackQuery, Message, MessageEntity, Update, User
+from aiogram.types import CallbackQuery, Message, MessageEntity, Update, User
 from aiohttp import web
 from pydantic import ValidationError
 
@@ -32,6 +32,7 @@ from gateway.inbound import InboundMessage
 from .delivery import Requests, Target, Throttle
 from .intake import Intake
 from .menu import Menu
+from .menus import Menus
 from .permissions import Permissions
 from .sink import TelegramSink
 
@@ -67,12 +68,10 @@ class TelegramChannel(Channel):
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.permissions = Permissions(self.bot, gateway, self.name)
         self.drafts = True  # sendMessageDraft available (until the server says otherwise)
-        self.menu = Menu()
         self.menu_debounce = MENU_DEBOUNCE
+        self.menus = Menus(self.bot, lambda: self.menu_debounce)
         self.me: User | None = None
         self._mention: re.Pattern[str] | None = None
-        self._published: tuple[tuple[str, str], ...] | None = None
-        self._publisher: asyncio.Task[None] | None = None
         self._polling: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -99,10 +98,11 @@ class TelegramChannel(Channel):
         username = self.me.username or ""
         self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)
         self.gateway.subscribe(self.inventory_changed)
+        self.gateway.subscribe_conversation(self.conversation_changed)
         menu = self.gateway.menu()
         if menu is not None:  # None: the runtime has not answered yet, publish nothing
-            self.menu = Menu.build(menu)
-            await self._publish()
+            self.menus.default.menu = Menu.build(menu)
+            await self.menus.default.publish()
         if self.settings.telegram_mode == "polling":
             await self._start_polling()
         elif self.settings.telegram_webhook_url:
@@ -137,10 +137,7 @@ class TelegramChannel(Channel):
             # Not cancel(): aiogram stops its own polling tasks only when asked to stop.
             await self.dispatcher.stop_polling()
             await self._polling
-        if self._publisher is not None:
-            self._publisher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._publisher
+        await self.menus.aclose()
         # The core has cancelled the turns already (Gateway.stop_runs): what is left is
         # their replies going out. Past the grace they are cancelled, and logged.
         await self.intake.close(self.settings.cancel_grace)
@@ -195,7 +192,7 @@ class TelegramChannel(Channel):
         text = self._strip_mention(text)
         if not text.strip():
             return
-        text = self.menu.rewrite(text)
+        text = self.menus.for_chat(message.chat.id).rewrite(text)
         thread = message.message_thread_id if message.is_topic_message else None
         target = Target(message.chat.id, thread, message.message_id, private)
         inbound = InboundMessage(
@@ -259,36 +256,22 @@ class TelegramChannel(Channel):
     # -- the command menu -----------------------------------------------------------------
 
     def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
-        """The gateway's inventory listener: publish the new menu after ``menu_debounce``
-        seconds (changes meanwhile go out with it). Not once stopping: the session closes.
+        """The gateway's inventory listener: the default menu (not once stopping: the bot
+        session is closing).
         """
-        if self._stopping:
+        if not self._stopping:
+            self.menus.default.update(inventory)
+
+    def conversation_changed(self, key: str, inventory: tuple[Command, ...]) -> None:
+        """The gateway's conversation listener: a chat's own commands go to that chat's menu
+        only (never everybody's).
+        """
+        channel, _, rest = key.partition(":")
+        if channel != self.name or self._stopping:
             return
-        self.menu = Menu.build(inventory)  # names typed back work at once
-        if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.create_task(self._publish_later())
-
-    async def _publish_later(self) -> None:
-        while True:
-            await asyncio.sleep(self.menu_debounce)
-            if not await self._publish() or self.menu.commands == self._published:
-                return
-
-    async def _publish(self) -> bool:
-        """setMyCommands with the current menu unless it is already there; False on failure."""
-        commands = self.menu.commands
-        if commands == self._published:
-            return True
-        try:
-            await self.bot.set_my_commands(
-                [BotCommand(command=name, description=text) for name, text in commands]
-            )
-        except TelegramAPIError as exc:
-            log.error("Telegram refused the command menu: %s", exc.message)
-            return False
-        self._published = commands
-        log.info("published %d commands to the Telegram menu", len(commands))
-        return True
+        chat = rest.partition(":")[0]  # forum topics share their chat's menu
+        with contextlib.suppress(ValueError):
+            self.menus.chat_changed(int(chat), inventory)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

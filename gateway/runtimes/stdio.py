@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from pydantic import SecretStr
 
 _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
@@ -20,6 +22,11 @@ def program(command: Sequence[str]) -> list[str]:
     if os.sep in first and not os.path.isabs(first):
         first = str(Path(first).resolve())
     return [first, *rest]
+
+
+def revealed(env: Mapping[str, SecretStr]) -> dict[str, str]:
+    """The configured environment of a child, in clear: only for the call that starts it."""
+    return {name: value.get_secret_value() for name, value in env.items()}
 
 
 class StderrPipe:
@@ -42,8 +49,10 @@ class StderrPipe:
         """Read until EOF (after ``started``), logging each line."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
-        with self._file as pipe:
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), self._file
+        )
+        try:
             pending = b""
             while chunk := await reader.read(_CHUNK):
                 *lines, pending = (pending + chunk).split(b"\n")
@@ -54,6 +63,11 @@ class StderrPipe:
                     _log(log, label, line)
             if pending:
                 _log(log, label, pending)
+        finally:
+            # The transport closes the pipe once the loop stops watching it. Closing the file
+            # under a watching loop (on cancel) would leave the loop watching the fd number,
+            # which the next pipe gets: that one would never be read.
+            transport.close()
 
     def close(self) -> None:
         """Close both ends when the child could not be started."""

@@ -1,7 +1,8 @@
 """A test ACP agent written with the official SDK; the tests run it as a subprocess.
 
 What it does depends on the prompt's text, so that each test picks a behaviour:
-``/web q`` and ``/memory show x`` are commands; ``tool`` runs a tool behind a permission request;
+``/web q``, ``/memory show x`` (echoes the text it got, unstripped) and ``/review x`` are
+commands; ``tool`` runs a tool behind a permission request;
 ``hold`` streams, then waits for session/cancel; ``crash`` streams, then exits mid-turn;
 ``plan``, ``refuse``, ``withdraw`` (empty command list), ``noisy`` (1 MiB on stderr), ``env``,
 ``mode``, ``cancels`` (how many session/cancel came), ``burst`` (200 ordered chunks);
@@ -142,9 +143,9 @@ class TestAgent:
             query = text[len("/web ") :]
             await self.say(sid, "results ", "for ", query)
         elif text.startswith("/memory show"):
-            await self.say(sid, f"memory: {text[len('/memory show') :].strip() or 'all'}")
+            await self.say(sid, f"memory: {text!r}")  # exactly what came, spaces and all
         elif text.startswith("/review"):
-            await self.say(sid, f"reviewing {text[len('/review') :].strip()}")
+            await self.say(sid, f"reviewing{text[len('/review') :]}")
         elif word == "tool":
             return await self.tool(sid)
         elif word == "hold":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,10 +12,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from pydantic import SecretStr, ValidationError
 
-from contract import Command
+from contract import Command, ComposerInputMessage, ComposerInputPayload
+from gateway.config import load_settings
 from gateway.core import Gateway
 from gateway.events import (
+    MessageDelta,
+    MessageEnd,
     PermissionRequired,
     StatusChanged,
     ToolEnd,
@@ -22,7 +27,7 @@ from gateway.events import (
     ToolStart,
 )
 from gateway.inbound import InboundMessage, Reply
-from gateway.runtimes import build_runtime
+from gateway.runtimes import Turn, build_runtime
 from tests.conftest import make_settings
 from tests.recorder import Recorder
 
@@ -35,7 +40,7 @@ def acp_settings(tmp_path: Path, **overrides: Any) -> Any:
         runtime="acp",
         acp_command=[sys.executable, str(AGENT)],
         acp_cwd=tmp_path,
-        acp_env=overrides.pop("acp_env", {}),
+        acp_env={k: SecretStr(v) for k, v in overrides.pop("acp_env", {}).items()},
         **overrides,
     )
 
@@ -72,12 +77,12 @@ async def test_commands_from_before_and_after_the_session_new_reply(tmp_path: Pa
         menus: list[tuple[Command, ...]] = []
         late = asyncio.Event()
 
-        def listener(menu: tuple[Command, ...]) -> None:
+        def listener(key: str, menu: tuple[Command, ...]) -> None:
             menus.append(menu)
-            if "review" in names(menu):
+            if key == "test:c1" and "review" in names(menu):
                 late.set()
 
-        gw.subscribe(listener)
+        gw.subscribe_conversation(listener)
         # The list sent before the session/new reply is there as soon as the session is.
         first = await gw.commands("test", "c1")
         assert "web" in names(first) and "memory show" in names(first)
@@ -103,8 +108,12 @@ async def test_command_sent_by_canonical_name_and_multi_word_names(tmp_path: Pat
         assert sink.reply == Reply("results for acp sdk", None, "end_turn", slash=True)
         assert sink.deltas == ["results ", "for ", "acp sdk"]
 
-        sink = await send(gw, "/Memory Show all")
-        assert sink.reply is not None and sink.reply.text == "memory: all"
+        # One space between the name and the arguments, whatever the user typed.
+        for typed in ("/Memory Show all", "/memory   SHOW   all", "/memory show\tall"):
+            sink = await send(gw, typed)
+            assert sink.text == "memory: '/memory show all'", typed
+        sink = await send(gw, "/memory show")
+        assert sink.text == "memory: '/memory show'"
 
         sink = await send(gw, "/nope")
         assert sink.reply is not None and sink.reply.category == "unsupported"
@@ -188,6 +197,25 @@ async def test_deadline_cancels_the_turn_in_the_agent(tmp_path: Path) -> None:
         assert after.text == "cancels=1"
 
 
+async def test_stop_leaves_no_task_behind(tmp_path: Path) -> None:
+    runtime = build_runtime(acp_settings(tmp_path))
+    async with asyncio.timeout(WAIT):
+        await runtime.start()
+    try:
+        session = await runtime.open("test:c1", lambda update: None)
+        payload = ComposerInputPayload(source="noisy")  # stderr to drain, too
+        turn = Turn(ComposerInputMessage(payload=payload), None, "", "alice")
+        async with asyncio.timeout(WAIT):
+            events = [event async for event in session.run(turn)]
+        assert events == [MessageDelta("quiet now"), MessageEnd("end_turn")]
+    finally:
+        async with asyncio.timeout(WAIT):  # no task of its own, unlike wait_for
+            await runtime.stop()
+    # Right after stop: no stderr drain or exit watcher still pending, which would be
+    # "Task was destroyed but it is pending!" if the loop closed now.
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
 async def test_crash_mid_turn_is_one_generic_failure_then_the_agent_restarts(
     tmp_path: Path,
 ) -> None:
@@ -247,6 +275,32 @@ async def test_stderr_is_drained_and_the_environment_is_explicit(tmp_path: Path)
         assert noisy.reply is not None and noisy.reply.text == "quiet now"
         env = await send(gw, "env")
         assert env.reply is not None and env.reply.text == "secret=s3cret"
+
+
+async def test_agent_environment_is_secret_except_to_the_agent(tmp_path: Path) -> None:
+    config = tmp_path / "slashgate.toml"
+    config.write_text(
+        f'runtime = "acp"\ninventory_wait = 2\n'
+        f"[acp]\ncommand = {json.dumps([sys.executable, str(AGENT)])}\n"
+        f"cwd = {json.dumps(str(tmp_path))}\n"
+        '[acp.env]\nACP_TEST_SECRET = "s3cret"\n[pi.env]\nPI_KEY = "p1-key"\n'
+    )
+    settings = load_settings(config)
+    assert "s3cret" not in repr(settings) and "p1-key" not in repr(settings)
+    # Nor in the text of a configuration error, which quoted the whole input before.
+    with config.open("a") as fh:
+        fh.write('[telegram]\ntoken = "123:abc"\nmode = "webhook"\n')
+    with pytest.raises(ValidationError) as refused:
+        load_settings(config)
+    assert "SLASHGATE_TELEGRAM_SECRET" in str(refused.value)
+    assert "s3cret" not in str(refused.value) and "123:abc" not in str(refused.value)
+    # The agent itself gets it in clear.
+    gw = Gateway(settings, build_runtime(settings))
+    await asyncio.wait_for(gw.start(), WAIT)
+    try:
+        assert (await send(gw, "env")).text == "secret=s3cret"
+    finally:
+        await asyncio.wait_for(gw.stop(), WAIT)
 
 
 async def test_authenticate_when_session_new_requires_it(tmp_path: Path) -> None:

@@ -49,12 +49,12 @@ async def test_inventory_updates_are_published_live(fake: FakeElectric, electric
     published: list[tuple[str, ...]] = []
     changed = asyncio.Event()
 
-    def listener(menu: tuple[Command, ...]) -> None:
+    def listener(key: str, menu: tuple[Command, ...]) -> None:
         published.append(tuple(c.name for c in menu))
         changed.set()
 
     async with electric_gateway() as server:
-        server.gateway.subscribe(listener)
+        server.gateway.subscribe_conversation(listener)
         assert (await say(server, "/standup"))["reply"]["category"] == "unsupported"
 
         assert (await say(server, "learn standup"))["reply"]["text"] == "Learned /standup."
@@ -157,12 +157,12 @@ async def test_withdrawn_commands_go_when_retention_drops_the_offset_of_a_live_r
     published: list[set[str]] = []
     changed = asyncio.Event()
 
-    def listener(menu: tuple[Command, ...]) -> None:
+    def listener(key: str, menu: tuple[Command, ...]) -> None:
         published.append({c.name for c in menu})
         changed.set()
 
     async with electric_gateway() as server:
-        server.gateway.subscribe(listener)
+        server.gateway.subscribe_conversation(listener)
         await say(server, "learn standup")
         assert "standup" in published[-1]
         (entity,) = fake.entities.values()

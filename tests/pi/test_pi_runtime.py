@@ -8,7 +8,9 @@ installs pi under .tools/pi; these tests skip only where node itself is missing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from contract import Command
 from gateway.core import Gateway
@@ -26,6 +29,7 @@ from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
 from gateway.runtimes.pi import PiRuntime
 from tests.conftest import make_settings
+from tests.pi.logs import LogSeen
 from tests.pi.mock_openai import MODEL, MockModel, serve
 from tests.recorder import Recorder
 
@@ -111,7 +115,7 @@ async def pi_gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Ga
             runtime="pi",
             pi_command=command,
             pi_cwd=work,
-            pi_env={"HOME": str(pi_home(tmp_path, model)), "PI_OFFLINE": "1"},
+            pi_env={"HOME": SecretStr(str(pi_home(tmp_path, model))), "PI_OFFLINE": SecretStr("1")},
             **overrides,
         )
         gw = Gateway(settings, build_runtime(settings))
@@ -295,6 +299,75 @@ async def test_idle_processes_are_reaped(tmp_path: Path) -> None:
         await asyncio.wait_for(process.stopped.wait(), WAIT)
         assert runtime.processes == 0
         assert (await send(gw, "hi again")).text == "echo: hi again"
+
+
+async def test_messages_while_idle_processes_are_being_stopped(tmp_path: Path) -> None:
+    async with pi_gateway(tmp_path) as (gw, model):
+        runtime = gw.runtime
+        assert isinstance(runtime, PiRuntime)
+        assert (await send(gw, "one", "c1")).text == "echo: one"
+        assert (await send(gw, "two", "c2")).text == "echo: two"
+        slow = runtime.process_of("test:c1")
+        assert slow is not None and slow.pid is not None
+        # c1's pi cannot exit until it is continued: stopping it takes as long as the test needs.
+        os.kill(slow.pid, signal.SIGSTOP)
+        logger = logging.getLogger("slashgate.pi")
+        stopping = LogSeen("pi for test:c1 idle")
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        logger.addHandler(stopping)
+        try:
+            reaping = asyncio.ensure_future(runtime.reap_idle(0))
+            await asyncio.wait_for(stopping.seen.wait(), WAIT)
+            # Both are idle and on their way out, c1's for seconds (until it is killed).
+            # c1 gets a new process; the old one's exit, mid-turn, is no news to this turn.
+            sink, turn = start(gw, "[hold] again", "c1")
+            # c2's process is not stopped yet: a message to c2 gets a new one.
+            assert (await send(gw, "still here?", "c2")).text == "echo: still here?"
+            await asyncio.wait_for(model.holding.wait(), WAIT)
+            with contextlib.suppress(ProcessLookupError):  # unless already killed
+                os.kill(slow.pid, signal.SIGCONT)
+            await asyncio.wait_for(slow.stopped.wait(), WAIT)
+            model.released.set()
+            await asyncio.wait_for(turn, WAIT)
+            assert sink.reply is not None and sink.reply.category is None
+            assert sink.deltas[0] == "thinking"
+            await asyncio.wait_for(reaping, WAIT)
+        finally:
+            logger.removeHandler(stopping)
+            logger.setLevel(level)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(slow.pid, signal.SIGCONT)
+
+
+async def test_a_closed_process_leaves_no_reader_behind(tmp_path: Path) -> None:
+    # pi's stderr outlives pi: a process it started (a tool's, say) still holds it open.
+    holders = tmp_path / "holders.pid"  # one per pi started
+    command = [
+        "sh",
+        "-c",
+        'sleep 60 </dev/null >/dev/null & echo $! >> "$0"; exec "$1" --mode rpc',
+        str(holders),
+        pi_binary(),
+    ]
+    try:
+        async with pi_gateway(tmp_path, pi_command=command) as (gw, _):
+            runtime = gw.runtime
+            assert isinstance(runtime, PiRuntime)
+            assert (await send(gw, "hi")).text == "echo: hi"
+            process = runtime.process_of("test:c1")
+            assert process is not None
+            async with asyncio.timeout(WAIT):  # no task of its own, unlike wait_for
+                await process.close()
+            # Right after close: neither its stdout reader nor its stderr drain is pending
+            # (it would be "Task was destroyed but it is pending!" if the loop closed now).
+            readers = {"PiProcess._read", "StderrPipe.drain"}
+            assert not [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ in readers]  # type: ignore[union-attr]
+            assert (await send(gw, "hi again")).text == "echo: hi again"
+    finally:
+        for pid in holders.read_text().split() if holders.exists() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 async def test_pi_that_cannot_start_is_one_failure(tmp_path: Path) -> None:

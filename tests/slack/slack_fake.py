@@ -26,8 +26,20 @@ SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_USER = "UBOT"
 TEAM = "T1"
 WAIT = 5.0  # seconds any awaited call may take before a test fails
+SECTION_LIMIT = 3000  # Block Kit: "must be less than 3001 characters" for a section's text
 
 T = TypeVar("T")
+
+
+def blocks_problem(blocks: Any) -> str | None:
+    """What Slack objects to in ``blocks`` (a JSON string or a list), as its error says it."""
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    for index, block in enumerate(blocks or ()):
+        text = (block.get("text") or {}).get("text") or ""
+        if block.get("type") == "section" and len(text) > SECTION_LIMIT:
+            return f"must be less than 3001 characters [json-pointer:/blocks/{index}/text/text]"
+    return None
 
 
 @dataclass
@@ -194,6 +206,9 @@ class FakeSlack:
                 "user_id": BOT_USER,
                 "bot_id": "BBOT",
             }
+        problem = blocks_problem(params.get("blocks"))
+        if problem is not None:
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         if method in ("chat.postMessage", "chat.startStream"):
             return {"ok": True, "channel": channel, "ts": f"1700000000.{next(self._ts):06d}"}
         if method in ("chat.update", "chat.appendStream", "chat.stopStream"):
@@ -205,7 +220,10 @@ class FakeSlack:
     # -- response_url -----------------------------------------------------------------------
 
     async def _respond(self, request: web.Request) -> web.Response:
-        self.responses.append((request.match_info["id"], await request.json()))
+        body = await request.json()
+        if blocks_problem(body.get("blocks")) is not None:
+            return web.Response(status=400, text="invalid_blocks")
+        self.responses.append((request.match_info["id"], body))
         await self._notify()
         return web.Response(text="ok")
 

@@ -122,6 +122,25 @@ class ScriptedRuntime(Runtime):
         return self.commands
 
 
+@dataclass
+class Held:
+    """A script that records each turn's source, sets ``started`` and holds the turn until
+    ``release`` is set; then it answers ``reply``.
+    """
+
+    reply: str = "done"
+    sources: list[str] = field(default_factory=list)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        self.sources.append(turn.message.payload.source)
+        self.started.set()
+        await self.release.wait()
+        yield MessageDelta(self.reply)
+        yield MessageEnd()
+
+
 def deltas(*parts: str) -> Script:
     """A script that streams ``parts`` and ends the turn."""
 

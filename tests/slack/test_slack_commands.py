@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 from contract import Command
-from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
-from gateway.runtimes import Turn
 from tests.slack.slack_fake import WAIT, Scripted, fake_slack
-from tests.slack.slack_harness import Recorder, ScriptedRuntime, ScriptedSession, slack_gateway
+from tests.slack.slack_harness import Held, Recorder, ScriptedRuntime, slack_gateway
 
 DEPLOY = (Command(name="deploy", description="Deploy a build", hint="environment"),)
 
@@ -29,7 +26,7 @@ async def test_umbrella_and_per_command_forms_send_the_same_source(gateway_serve
             ),
             await h.slack.command("/deploy", "", channel="C4", response_url=fake.response_url("d")),
         ]
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert [status for status, _ in answers] == [200, 200, 200, 200]
     assert [body for _, body in answers] == ["", "", "", ""]  # nothing shown as the ack
     assert sorted(recorder.sources) == ["/deploy", "/deploy prod", "/deploy prod", "/deploy prod"]
@@ -51,7 +48,7 @@ async def test_the_umbrella_name_comes_from_the_settings(gateway_server):
         slack_gateway(gateway_server, fake, recorder.runtime, slack_umbrella_command="ask") as h,
     ):
         await h.slack.command("/ask", "deploy staging", response_url=fake.response_url("a"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert recorder.sources == ["/deploy staging"]
 
 
@@ -61,7 +58,7 @@ async def test_rejections_are_ephemeral_and_never_reach_the_runtime(gateway_serv
         await h.slack.command("/agent", "nope", response_url=fake.response_url("nope"))
         await h.slack.command("/agent", "settings", response_url=fake.response_url("settings"))
         await h.slack.command("/agent", "", response_url=fake.response_url("empty"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert recorder.sources == []
     assert fake.of("chat.postMessage") == []
     assert fake.responses_to("nope") == [
@@ -86,25 +83,18 @@ async def test_rejections_are_ephemeral_and_never_reach_the_runtime(gateway_serv
 
 
 async def test_the_ack_never_waits_for_the_runtime(gateway_server):
-    release = asyncio.Event()
-    started = asyncio.Event()
-
-    async def slow(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
-        started.set()
-        await release.wait()
-        yield MessageDelta("deployed")
-        yield MessageEnd()
-
+    slow = Held("deployed")
     runtime = ScriptedRuntime(slow, DEPLOY)
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, runtime) as h:
         status, body = await asyncio.wait_for(
             h.slack.command("/agent", "deploy prod", response_url=fake.response_url("a")), WAIT
         )
-        await asyncio.wait_for(started.wait(), WAIT)
-        acked_while_running = not release.is_set()
-        release.set()
-        await h.channel.drain()
-    assert (status, body, acked_while_running) == (200, "", True)
+        # What the channel had sent to Slack when the ack came back: nothing yet.
+        sent_before_ack = [call.method for call in fake.calls if call.method.startswith("chat.")]
+        await asyncio.wait_for(slow.started.wait(), WAIT)
+        slow.release.set()
+        await h.channel.drain(WAIT)
+    assert (status, body, sent_before_ack) == (200, "", [])
     assert [m.text for m in fake.messages()] == ["deployed"]
 
 
@@ -112,7 +102,7 @@ async def test_host_command_results_are_posted_in_the_channel(gateway_server):
     recorder = Recorder(DEPLOY)
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
         await h.slack.command("/agent", "help", channel="C5", response_url=fake.response_url("h"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     [message] = fake.messages("C5")
     assert message.text.startswith("*Gateway commands*")
     assert "• `/deploy &lt;environment&gt;` — Deploy a build" in message.text
@@ -123,31 +113,23 @@ async def test_a_channel_the_bot_is_not_in_gets_the_result_through_response_url(
     async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
         fake.script("chat.postMessage", Scripted(body={"ok": False, "error": "not_in_channel"}))
         await h.slack.command("/deploy", "prod", channel="C6", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert fake.responses_to("r") == [{"response_type": "in_channel", "text": "got: /deploy prod"}]
     assert fake.messages() == []
 
 
 async def test_a_busy_session_rejects_a_slash_command_ephemerally(gateway_server):
-    release = asyncio.Event()
-    started = asyncio.Event()
-
-    async def slow(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
-        started.set()
-        await release.wait()
-        yield MessageDelta("first done")
-        yield MessageEnd()
-
+    slow = Held("first done")
     async with (
         fake_slack() as fake,
         slack_gateway(gateway_server, fake, ScriptedRuntime(slow, DEPLOY)) as h,
     ):
         await h.slack.command("/deploy", "a", channel="C9", response_url=fake.response_url("a"))
-        await asyncio.wait_for(started.wait(), WAIT)
+        await asyncio.wait_for(slow.started.wait(), WAIT)
         await h.slack.command("/deploy", "b", channel="C9", response_url=fake.response_url("b"))
         [busy] = await fake.wait_responses("b")
-        release.set()
-        await h.channel.drain()
+        slow.release.set()
+        await h.channel.drain(WAIT)
     assert busy == {
         "response_type": "ephemeral",
         "text": "Slash command /deploy could not run because the session is busy. "

@@ -16,7 +16,7 @@ from contract import Command
 from gateway.inbound import InboundMessage, Outcome
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from tests.conftest import load_parity, make_settings
-from tests.slack.slack_fake import fake_slack, mention
+from tests.slack.slack_fake import WAIT, fake_slack, mention
 from tests.slack.slack_harness import shown, slack_gateway
 
 HEADER, CASES = load_parity()
@@ -121,7 +121,7 @@ async def test_parity_case_through_slack(gateway_server, monkeypatch, case, form
             await h.slack.command(
                 command, argument, channel="C1", response_url=fake.response_url("r")
             )
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
 
     [(message, outcome)] = seen
     assert message.text == text  # the contract saw exactly what the user typed

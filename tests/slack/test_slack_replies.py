@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
+
 from channels.slack.mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
 from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
-from gateway.runtimes import Turn
-from tests.slack.slack_fake import Scripted, fake_slack, mention
+from gateway.runtimes import RuntimeSession, Turn
+from gateway.runtimes.base import UpdateListener
+from tests.slack.slack_fake import WAIT, Scripted, fake_slack, mention
 from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, deltas, slack_gateway
 
 DEPLOY = (Command(name="deploy", description="Deploy a build"),)
@@ -34,7 +37,7 @@ async def test_thread_replies_stream_with_chat_start_append_stop(gateway_server)
         holder["fake"] = fake
         h.channel.outbox.update_interval = 0
         await h.slack.event(mention("hi", channel="C1", ts="10.1"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     start = fake.of("chat.startStream")[0].params
     assert start["thread_ts"] == "10.1"
     assert (start["recipient_user_id"], start["recipient_team_id"]) == ("U1", "T1")
@@ -43,14 +46,25 @@ async def test_thread_replies_stream_with_chat_start_append_stop(gateway_server)
     assert fake.of("chat.postMessage") == []
 
 
-async def test_without_native_streaming_a_message_is_updated_instead(gateway_server):
+@pytest.mark.parametrize(
+    ("error", "streams_again"),
+    [
+        ("unknown_method", False),  # the app cannot stream at all: no reply tries again
+        ("missing_scope", False),
+        ("invalid_arguments", True),  # about this reply (or its channel) only
+        ("restricted_action", True),
+    ],
+)
+async def test_after_a_chat_start_stream_error_a_message_is_updated_instead(
+    gateway_server, error, streams_again
+):
     holder: dict[str, object] = {}
 
     async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
         fake = holder["fake"]
-        posted = len(fake.of("chat.postMessage"))  # type: ignore[attr-defined]
+        shown = len(fake.messages())  # type: ignore[attr-defined]
         yield MessageDelta("Hello ")
-        await fake.wait_calls("chat.postMessage", posted + 1)  # type: ignore[attr-defined]
+        await fake.wait_for(lambda: len(fake.messages()) > shown)  # type: ignore[attr-defined]
         yield MessageDelta("**world** & <you>")
         yield MessageEnd()
 
@@ -59,16 +73,19 @@ async def test_without_native_streaming_a_message_is_updated_instead(gateway_ser
         slack_gateway(gateway_server, fake, ScriptedRuntime(script)) as h,
     ):
         holder["fake"] = fake
-        fake.script("chat.startStream", Scripted(body={"ok": False, "error": "unknown_method"}))
-        await h.slack.event(mention("one", ts="20.1"))
-        await h.channel.drain()
-        await h.slack.event(mention("two", ts="21.1"))
-        await h.channel.drain()
-    assert len(fake.of("chat.startStream")) == 1  # not tried again once Slack said no
-    assert [c.params["text"] for c in fake.of("chat.postMessage")] == ["Hello", "Hello"]
-    assert [(m.thread_ts, m.text, m.streamed) for m in fake.messages()] == [
-        ("20.1", "Hello *world* &amp; &lt;you&gt;", False),
-        ("21.1", "Hello *world* &amp; &lt;you&gt;", False),
+        fake.script("chat.startStream", Scripted(body={"ok": False, "error": error}))
+        await h.slack.event(mention("one", channel="C1", ts="20.1"))
+        await h.channel.drain(WAIT)
+        await h.slack.event(mention("two", channel="C2", ts="21.1"))
+        await h.channel.drain(WAIT)
+    updated = ("Hello *world* &amp; &lt;you&gt;", False)  # mrkdwn, by chat.update
+    streamed = ("Hello **world** & <you>", True)  # Markdown, by chat.startStream
+    assert len(fake.of("chat.startStream")) == (2 if streams_again else 1)
+    previews = [c.params["text"] for c in fake.of("chat.postMessage")]
+    assert previews == (["Hello"] if streams_again else ["Hello", "Hello"])
+    assert [(m.text, m.streamed) for m in fake.messages()] == [
+        updated,
+        streamed if streams_again else updated,
     ]
 
 
@@ -95,7 +112,7 @@ async def test_previews_show_the_reply_while_it_is_written(gateway_server):
         holder["fake"] = fake
         h.channel.outbox.update_interval = 0
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert fake.of("chat.postMessage")[0].params["text"] == "part one"
     assert [m.text for m in fake.messages()] == ["part one, part two, end"]
 
@@ -119,7 +136,7 @@ async def test_chat_update_is_throttled(gateway_server):
         holder["fake"] = fake
         h.channel.outbox.update_interval = 60.0
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     # 30 deltas: the preview, then within the interval only the final update.
     assert len(fake.of("chat.postMessage")) == 1
     assert len(fake.of("chat.update")) == 1
@@ -134,7 +151,7 @@ async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_s
         slack_gateway(gateway_server, fake, ScriptedRuntime(deltas(reply), DEPLOY)) as h,
     ):
         await h.slack.command("/deploy", "prod", channel="C8", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     shown = [m.text for m in fake.messages("C8")]
     assert len(shown) > 1
     assert all(utf16_len(text) <= TEXT_LIMIT for text in shown)
@@ -152,7 +169,7 @@ async def test_rate_limits_are_waited_out_and_retried(gateway_server):
             Scripted(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}),
         )
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     first, second = fake.of("chat.postMessage")
     assert second.at - first.at >= 1.0
     assert [m.text for m in fake.messages()] == ["deployed"]
@@ -168,7 +185,26 @@ async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(g
     ):
         await h.slack.event(mention("hello", channel="C1", ts="30.1"))
         await h.slack.command("/deploy", "prod", channel="C2", response_url=fake.response_url("r"))
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
     assert [m.text for m in fake.messages("C1")] == [":warning: The request failed: boom"]
     assert [m.text for m in fake.messages("C2")] == ["Slash command /deploy failed: boom"]
     assert fake.responses == []
+
+
+class UnreachableRuntime(ScriptedRuntime):
+    """Opening a session fails: an error before any turn runs."""
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        raise RuntimeError("the agent is not installed")
+
+
+async def test_a_runtime_that_cannot_open_a_session_is_one_warning(gateway_server):
+    async with (
+        fake_slack() as fake,
+        slack_gateway(gateway_server, fake, UnreachableRuntime(deltas("never"))) as h,
+    ):
+        await h.slack.event(mention("hello", channel="C4", ts="31.1"))
+        await h.channel.drain(WAIT)
+    assert [(m.thread_ts, m.text) for m in fake.messages("C4")] == [
+        ("31.1", ":warning: The request failed: the agent is not installed")
+    ]

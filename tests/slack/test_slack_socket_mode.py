@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl
 from pydantic import SecretStr
 
 from contract import Command
-from tests.slack.slack_fake import APP_TOKEN, command_body, event_body, fake_slack, mention
+from tests.slack.slack_fake import APP_TOKEN, WAIT, command_body, event_body, fake_slack, mention
 from tests.slack.slack_harness import Recorder, slack_gateway
 
 
@@ -32,7 +32,7 @@ async def test_events_and_commands_arrive_over_socket_mode(gateway_server):
         await fake.wait_for(
             lambda: {a.get("envelope_id") for a in fake.socket_acks} >= {event, slash}
         )
-        await h.channel.drain()
+        await h.channel.drain(WAIT)
         assert "Socket Mode" in h.channel.describe()
     assert fake.of("apps.connections.open")[0].token == APP_TOKEN
     assert sorted(recorder.sources) == ["/deploy prod", "hi"]

@@ -190,7 +190,8 @@ class FakeBotAPI:
         self.errors: list[tuple[str, str]] = []  # (method, description) of refused calls
         self.sent: dict[tuple[int, int], Sent] = {}
         self.drafts: list[Call] = []
-        self.commands: list[dict[str, str]] | None = None
+        self.commands: list[dict[str, str]] | None = None  # the default scope
+        self.chat_commands: dict[int, list[dict[str, str]]] = {}  # BotCommandScopeChat
         self.webhook: dict[str, Any] | None = None
         self._updates: deque[dict[str, Any]] = deque()
         self._next_id: defaultdict[int, int] = defaultdict(lambda: 1)
@@ -326,7 +327,15 @@ class FakeBotAPI:
         names = [c["command"] for c in commands]
         if len(set(names)) != len(names):
             raise ApiError(400, "Bad Request: BOT_COMMAND_DUPLICATE")
-        self.commands = commands
+        scope = params.get("scope") or {"type": "default"}
+        if scope.get("type") == "chat":
+            if not isinstance(scope.get("chat_id"), int):
+                raise ApiError(400, "Bad Request: chat not found")
+            self.chat_commands[scope["chat_id"]] = commands
+        elif scope.get("type") == "default":
+            self.commands = commands
+        else:
+            raise ApiError(400, "Bad Request: unsupported scope in this fake")
         return True
 
     async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:

@@ -23,8 +23,10 @@ INVENTORY = (
 )
 
 
-def published(fake: FakeBotAPI) -> list[str] | None:
-    return None if fake.commands is None else [c["command"] for c in fake.commands]
+def published(fake: FakeBotAPI, chat: int | None = None) -> list[str] | None:
+    """Menu names published to the default scope, or to one chat's scope."""
+    commands = fake.commands if chat is None else fake.chat_commands.get(chat)
+    return None if commands is None else [c["command"] for c in commands]
 
 
 async def test_the_menu_is_published_at_start_with_telegram_names(
@@ -64,6 +66,20 @@ async def test_nothing_is_published_before_the_runtime_answers(
         await fake.wait(lambda: published(fake) == [*HOST, "go"])
 
 
+async def test_a_chats_own_commands_go_to_that_chats_menu_only(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram() as served:  # the demo runtime: /remember adds a command
+        served.channel.menu_debounce = 0.05
+        await served.deliver(message_update(PRIVATE, "/remember alpha first"))
+        await served.deliver(message_update(PRIVATE, "/remember beta second"))
+        await fake.wait(lambda: {"alpha", "beta"} <= set(published(fake, PRIVATE) or ()))
+        await served.deliver(message_update(PRIVATE, "/forget alpha"))
+        await fake.wait(lambda: "alpha" not in (published(fake, PRIVATE) or ()))
+        assert "beta" in (published(fake, PRIVATE) or ())
+        assert not {"alpha", "beta"} & set(published(fake) or ()), "not in everybody's menu"
+
+
 async def test_changes_are_republished_once_per_burst(telegram: Start, fake: FakeBotAPI) -> None:
     alpha = Command(name="alpha", description="A")
     beta = Command(name="beta", description="B")
@@ -85,10 +101,12 @@ async def test_changes_are_republished_once_per_burst(telegram: Start, fake: Fak
 async def test_no_change_is_published_after_the_stop(telegram: Start, fake: FakeBotAPI) -> None:
     async with telegram(Scripted(*INVENTORY)) as served:
         served.channel.menu_debounce = 0.0
-    # The gateway may still report a change while it closes its sessions.
-    served.channel.inventory_changed((Command(name="late", description="Too late"),))
+    # The gateway may still report changes while it closes its sessions.
+    late = (Command(name="late", description="Too late"),)
+    served.channel.inventory_changed(late)
+    served.channel.conversation_changed(f"telegram:{PRIVATE}", late)
     coroutines = [getattr(t.get_coro(), "__qualname__", "") for t in asyncio.all_tasks()]
-    assert "TelegramChannel._publish_later" not in coroutines
+    assert "ScopedMenu._publish_later" not in coroutines
     assert len(fake.calls_to("setMyCommands")) == 1
 
 
@@ -116,3 +134,14 @@ async def test_a_refused_menu_is_logged_and_the_bot_still_runs(
             assert fake.texts(PRIVATE) == ["still here"]
     assert "Telegram refused the command menu: Bad Request: BOT_COMMAND_INVALID" in caplog.text
     assert fake.token not in caplog.text and SECRET not in caplog.text
+
+
+async def test_a_chats_own_menu_name_typed_back_runs_its_command(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram() as served:
+        served.channel.menu_debounce = 0.05
+        await served.deliver(message_update(PRIVATE, "/remember stand-up Daily at 9"))
+        await fake.wait(lambda: "stand_up" in (published(fake, PRIVATE) or ()))
+        await served.deliver(message_update(PRIVATE, "/stand_up"))
+        await fake.wait(lambda: "Daily at 9" in fake.texts(PRIVATE))

@@ -61,19 +61,20 @@ def prompt_blocks(
     nodes: list[ComposerNode] = list(payload.nodes or ())
     texts: list[str] = []
     blocks: list[PromptBlock] = []
+    head: str | None = None  # the command, ahead of the first text (its leading spaces dropped)
     if turn.command is not None:
         start = next((i for i, n in enumerate(nodes) if isinstance(n, SlashCommandNode)), None)
         nodes = nodes[start + 1 :] if start is not None else []
-        texts.append(f"/{turn.command} ")
+        head = f"/{turn.command} "
     elif not nodes:
         texts.append(payload.source)
 
     def flush() -> None:
+        nonlocal head
         text = "".join(texts)
         texts.clear()
-        if turn.command is not None and not blocks:
-            head, _, rest = text.partition(" ")
-            text = f"{head} {rest.lstrip()}"
+        if head is not None:
+            text, head = head + text.lstrip(), None
         if text.strip():
             blocks.append(text_block(text))
 

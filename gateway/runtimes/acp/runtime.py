@@ -26,10 +26,12 @@ from acp.schema import (
     RequestPermissionResponse,
     ToolCallUpdate,
 )
+from pydantic import SecretStr
 
 from ...store import BoundedTTLMap
+from ...tasks import BackgroundTasks
 from ..base import Runtime, RuntimeSession, UpdateListener
-from ..stdio import StderrPipe, program
+from ..stdio import StderrPipe, program, revealed
 from .session import AcpSession
 
 log = logging.getLogger("slashgate.acp")
@@ -87,7 +89,7 @@ class AcpRuntime(Runtime):
         self,
         command: Sequence[str],
         cwd: Path = Path("."),
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, SecretStr] | None = None,
         auth_method: str | None = None,
     ) -> None:
         if not command:
@@ -104,7 +106,7 @@ class AcpRuntime(Runtime):
         self._generation = 0
         self._sessions: dict[str, AcpSession] = {}
         self._early: BoundedTTLMap[list[Any]] = BoundedTTLMap(EARLY_SESSIONS, EARLY_TTL)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()  # stderr drains and exit watchers
 
     @property
     def prompt_capabilities(self) -> PromptCapabilities | None:
@@ -121,8 +123,7 @@ class AcpRuntime(Runtime):
             agent, self._agent = self._agent, None
             if agent is not None:
                 await self._close(agent)
-        for task in list(self._tasks):
-            task.cancel()
+        await self._tasks.aclose()
 
     async def connection(self) -> tuple[ClientSideConnection, int]:
         """The live connection and its generation; (re)starts the agent when there is none."""
@@ -146,7 +147,7 @@ class AcpRuntime(Runtime):
                     cast(Client, _Client(self, generation)),
                     self._command[0],
                     *self._command[1:],
-                    env=self._env,
+                    env=revealed(self._env),
                     cwd=self.cwd,
                     transport_kwargs={
                         "limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
@@ -159,7 +160,7 @@ class AcpRuntime(Runtime):
             await stack.aclose()
             raise
         stderr.started()
-        self._spawn_task(stderr.drain(log, f"acp agent {process.pid}"))
+        self._tasks.spawn(stderr.drain(log, f"acp agent {process.pid}"))
         try:
             init = await asyncio.wait_for(
                 conn.initialize(
@@ -173,7 +174,7 @@ class AcpRuntime(Runtime):
             await stack.aclose()
             raise
         agent = _Agent(generation, conn, process, stack, init)
-        self._spawn_task(self._watch(agent))
+        self._tasks.spawn(self._watch(agent))
         info = init.agent_info
         log.info(
             "ACP agent started (pid %s%s)",
@@ -181,11 +182,6 @@ class AcpRuntime(Runtime):
             f", {info.name} {info.version}" if info else "",
         )
         return agent
-
-    def _spawn_task(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _watch(self, agent: _Agent) -> None:
         code = await agent.process.wait()

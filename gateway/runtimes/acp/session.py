@@ -7,6 +7,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
@@ -20,8 +21,6 @@ from acp.schema import (
 )
 from acp.schema import PermissionOption as AcpPermissionOption
 
-from contract import categorize
-
 from ...events import (
     ErrorEvent,
     MessageEnd,
@@ -31,6 +30,7 @@ from ...events import (
     SessionUpdated,
 )
 from ..base import RuntimeSession, Turn, UpdateListener
+from ..pump import EventQueue, pump
 from .mapping import command, modes, prompt_blocks, turn_events
 
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ def error_text(exc: BaseException) -> str:
 
 def _failure(exc: BaseException) -> ErrorEvent:
     text = error_text(exc)
-    return ErrorEvent("generic" if isinstance(exc, ConnectionError) else categorize(text), text)
+    if isinstance(exc, ConnectionError):
+        return ErrorEvent("generic", text)
+    return ErrorEvent.from_text(text)
 
 
 class AcpSession(RuntimeSession):
@@ -69,9 +71,8 @@ class AcpSession(RuntimeSession):
         self._updates = updates
         self._generation = -1
         self._conn: ClientSideConnection | None = None
-        self._queue: asyncio.Queue[RuntimeEvent | None] | None = None
+        self._queue: EventQueue | None = None
         self._permissions: dict[str, tuple[asyncio.Future[str | None], frozenset[str]]] = {}
-        self._prompts: set[asyncio.Future[None]] = set()  # in flight, possibly past their turn
         self._listed = False  # a non-empty command list came (after it, empty withdraws all)
 
     # -- the ACP session ------------------------------------------------------------------
@@ -117,31 +118,25 @@ class AcpSession(RuntimeSession):
             return
         assert self.session_id is not None
         session_id = self.session_id
-        queue: asyncio.Queue[RuntimeEvent | None] = asyncio.Queue()
+        queue: EventQueue = asyncio.Queue()
         self._queue = queue
         blocks = prompt_blocks(turn, self.runtime.cwd, self.runtime.prompt_capabilities)
-        prompt = asyncio.ensure_future(self._prompt(conn, session_id, blocks, queue))
-        self._prompts.add(prompt)
-        prompt.add_done_callback(self._prompts.discard)
+        events = pump(
+            queue,
+            partial(self._prompt, conn, session_id, blocks, queue),
+            partial(self._stop, conn, session_id),
+        )
         try:
-            while (event := await queue.get()) is not None:
-                yield event
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
         finally:
             if self._queue is queue:
                 self._queue = None
             self._deny_pending()
-            if not prompt.done():
-                # The gateway stopped reading before the turn ended (its deadline, shutdown):
-                # stop the agent too. The prompt request ends when the agent answers it.
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_TIMEOUT)
 
     async def _prompt(
-        self,
-        conn: ClientSideConnection,
-        session_id: str,
-        blocks: list[Any],
-        queue: asyncio.Queue[RuntimeEvent | None],
+        self, conn: ClientSideConnection, session_id: str, blocks: list[Any], queue: EventQueue
     ) -> None:
         try:
             response = await conn.prompt(session_id=session_id, prompt=blocks)
@@ -149,8 +144,12 @@ class AcpSession(RuntimeSession):
         except Exception as exc:
             log.warning("prompt failed in %s: %s", self.key, error_text(exc))
             queue.put_nowait(_failure(exc))
-        finally:
-            queue.put_nowait(None)
+
+    async def _stop(self, conn: ClientSideConnection, session_id: str) -> None:
+        """The turn outlived its reader: answer its permission requests, then cancel it."""
+        self._deny_pending()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_TIMEOUT)
 
     async def cancel(self) -> None:
         self._deny_pending()  # the protocol wants pending permission requests answered cancelled

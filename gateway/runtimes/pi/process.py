@@ -13,7 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..stdio import StderrPipe
+from pydantic import SecretStr
+
+from ...tasks import BackgroundTasks
+from ..stdio import StderrPipe, revealed
 
 log = logging.getLogger("slashgate.pi")
 
@@ -28,22 +31,22 @@ class PiStopped(ConnectionError):
     """The pi process is gone (it exited, or was closed)."""
 
 
-def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+def child_environment(extra: Mapping[str, SecretStr]) -> dict[str, str]:
     """pi runs as its user would run it, minus the gateway's own settings (tokens, secrets)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
-    env.update(extra)
+    env.update(revealed(extra))
     return env
 
 
 class PiProcess:
-    def __init__(self, command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, command: Sequence[str], cwd: Path, env: Mapping[str, SecretStr]) -> None:
         self._command = list(command)
         self._cwd = cwd
         self._env = child_environment(env)
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Event]] = {}
         self._process: asyncio.subprocess.Process | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks()  # the stdout reader and the stderr drain
         self.stopped = asyncio.Event()
         self.listener: EventListener | None = None
         self.last_used = time.monotonic()
@@ -72,13 +75,8 @@ class PiProcess:
             stderr.close()
             raise
         stderr.started()
-        self._spawn(stderr.drain(log, f"pi {self._process.pid}"))
-        self._spawn(self._read())
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(stderr.drain(log, f"pi {self._process.pid}"))
+        self._tasks.spawn(self._read())
 
     # -- output ---------------------------------------------------------------------------
 
@@ -159,8 +157,7 @@ class PiProcess:
                     await process.wait()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.stopped.wait(), SHUTDOWN_GRACE)
-        for task in list(self._tasks):
-            task.cancel()
+        await self._tasks.aclose()
 
 
 async def _read_record(stream: asyncio.StreamReader) -> bytes:

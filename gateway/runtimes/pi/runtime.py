@@ -10,6 +10,8 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..stdio import program
 from .process import PiProcess
@@ -25,7 +27,7 @@ class PiRuntime(Runtime):
         self,
         command: Sequence[str],
         cwd: Path = Path("."),
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, SecretStr] | None = None,
         pool_size: int = 8,
         idle_ttl: float = 600.0,
     ) -> None:
@@ -60,9 +62,8 @@ class PiRuntime(Runtime):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
         async with self._lock:
-            sessions = list(self._live.values())
-            self._live.clear()
-        await asyncio.gather(*(self._retire(s) for s in sessions), return_exceptions=True)
+            processes = [self._detach(s) for s in list(self._live.values())]
+        await _close(*processes)
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
         session = PiSession(self, key, updates)
@@ -81,18 +82,15 @@ class PiRuntime(Runtime):
             if process is not None and process.alive:
                 self._live.move_to_end(session.key)
                 return process
-            self._live.pop(session.key, None)
-            session.process = None
-            victim = None
+            gone = [self._detach(session)]  # no process, or one that exited
             if len(self._live) + self._starting >= self.pool_size:
                 victim = next((s for s in self._live.values() if not s.busy), None)
                 if victim is None:
                     raise PiUnavailable(f"all {self.pool_size} pi processes are busy")
-                del self._live[victim.key]
+                gone.append(self._detach(victim))
             self._starting += 1
         try:
-            if victim is not None:
-                await self._retire(victim)
+            await _close(*gone)
             process = PiProcess(self._command, self.cwd, self._env)
             await process.start()
             try:
@@ -111,33 +109,47 @@ class PiRuntime(Runtime):
 
     async def release(self, session: PiSession) -> None:
         async with self._lock:
-            if self._live.get(session.key) is session:
-                del self._live[session.key]
-        await self._retire(session)
+            process = self._detach(session)
+        await _close(process)
 
-    async def _retire(self, session: PiSession) -> None:
+    def _detach(self, session: PiSession) -> PiProcess | None:
+        """Under the lock: the session leaves the pool and its process, which the caller closes
+        after the lock. A message for it then starts a new process, never finds a closing one,
+        and the old one's exit is no news to the new one's turn.
+        """
+        if self._live.get(session.key) is session:
+            del self._live[session.key]
         process, session.process = session.process, None
         if process is not None:
-            await process.close()
+            process.listener = None
+        return process
 
     async def _reap(self) -> None:
-        """Stop processes idle for ``idle_ttl``; their conversations resume in a new one."""
         interval = min(max(self.idle_ttl / 4, 0.05), 30.0)
         while True:
             await asyncio.sleep(interval)
-            now = time.monotonic()
-            async with self._lock:
-                idle = [
-                    s
-                    for s in self._live.values()
-                    if not s.busy
-                    and (s.process is None or now - s.process.last_used >= self.idle_ttl)
-                ]
-                for session in idle:
-                    del self._live[session.key]
-            for session in idle:
-                log.info("pi for %s idle for %.0fs: stopping it", session.key, self.idle_ttl)
-                await self._retire(session)
+            await self.reap_idle()
+
+    async def reap_idle(self, ttl: float | None = None) -> None:
+        """Stop the processes idle for ``ttl`` (default ``idle_ttl``); their conversations
+        resume in a new one.
+        """
+        ttl = self.idle_ttl if ttl is None else ttl
+        now = time.monotonic()
+        async with self._lock:
+            idle = [
+                s
+                for s in self._live.values()
+                if not s.busy and (s.process is None or now - s.process.last_used >= ttl)
+            ]
+            processes = [self._detach(s) for s in idle]
+        for session in idle:
+            log.info("pi for %s idle for %.0fs: stopping it", session.key, ttl)
+        await _close(*processes)
 
     def describe(self) -> str:
         return f"pi ({' '.join(self._command)})"
+
+
+async def _close(*processes: PiProcess | None) -> None:
+    await asyncio.gather(*(p.close() for p in processes if p is not None), return_exceptions=True)

@@ -10,9 +10,10 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from contract import Command, categorize
+from contract import Command
 
 from ...events import (
     ErrorEvent,
@@ -28,6 +29,7 @@ from ...events import (
     ToolStart,
 )
 from ..base import RuntimeSession, Turn, UpdateListener
+from ..pump import EventQueue, pump
 from .process import Event, PiProcess, PiStopped
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ class PiUnavailable(Exception):
 class _Turn:
     """What the events of one turn tell: pi is idle again when none of these is pending."""
 
-    queue: asyncio.Queue[RuntimeEvent | None] = field(default_factory=asyncio.Queue)
+    queue: EventQueue = field(default_factory=asyncio.Queue)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     running: bool = False  # between agent_start and agent_end
     retrying: bool = False  # between auto_retry_start and the retry's start (or its end)
@@ -57,11 +59,6 @@ class _Turn:
     last: dict[str, Any] | None = None  # the last assistant message of the last run
     error: str | None = None  # an extension error, or a retry's final failure
     stopped: bool = False  # the process exited
-    ended: bool = False  # the turn's last event (end or error) is queued
-
-    def end(self, event: RuntimeEvent) -> None:
-        self.ended = True
-        self.queue.put_nowait(event)
 
     def show(self, text: str) -> None:
         if text:
@@ -168,17 +165,14 @@ class PiSession(RuntimeSession):
                 log.warning("could not start pi for %s: %s", self.key, exc)
                 yield ErrorEvent("generic", f"could not start pi ({exc})")
                 return
-            driver = asyncio.ensure_future(self._drive(process, turn, state))
-            try:
-                while (event := await state.queue.get()) is not None:
+            events = pump(
+                state.queue,
+                partial(self._drive, process, turn, state),
+                partial(self._abort, process),
+            )
+            async with contextlib.aclosing(events):
+                async for event in events:
                     yield event
-            finally:
-                if not driver.done():
-                    driver.cancel()
-                if not state.ended:
-                    # The gateway stopped reading before the turn ended (its deadline,
-                    # shutdown): stop pi too, or the next prompt finds it still busy.
-                    await self._abort(process)
         finally:
             self._turn = None
             self._cancel_dialogs()
@@ -194,20 +188,17 @@ class PiSession(RuntimeSession):
             response = await process.request(command)
             if not response.get("success"):
                 error = str(response.get("error") or "pi refused the prompt")
-                state.end(ErrorEvent(categorize(error), error))
+                state.queue.put_nowait(ErrorEvent.from_text(error))
                 return
             await self._settle(process, state)
             with contextlib.suppress(Exception):
                 await self.refresh_commands()  # /reload and extensions may change them
-            state.end(self._ending(state))
+            state.queue.put_nowait(self._ending(state))
         except PiStopped:
-            state.end(ErrorEvent("generic", PI_STOPPED))
+            state.queue.put_nowait(ErrorEvent("generic", PI_STOPPED))
         except Exception as exc:
             log.exception("pi turn failed in %s", self.key)
-            text = str(exc) or type(exc).__name__
-            state.end(ErrorEvent(categorize(text), text))
-        finally:
-            state.queue.put_nowait(None)
+            state.queue.put_nowait(ErrorEvent.from_text(str(exc) or type(exc).__name__))
 
     async def _settle(self, process: PiProcess, state: _Turn) -> None:
         """Wait until pi is idle: no run, retry or compaction pending. ``get_state`` doubles as
@@ -234,8 +225,7 @@ class PiSession(RuntimeSession):
         if state.cancelled or reason == "aborted":
             return MessageEnd("cancelled")
         if reason == "error" or (state.error and not state.text):
-            error = str(last.get("errorMessage") or state.error or "pi failed")
-            return ErrorEvent(categorize(error), error)
+            return ErrorEvent.from_text(str(last.get("errorMessage") or state.error or "pi failed"))
         return MessageEnd(_STOP_REASONS.get(str(reason), "end_turn"))
 
     # -- pi's events ----------------------------------------------------------------------
