@@ -15,7 +15,7 @@ from .models import (
     SymbolNode,
     TextNode,
 )
-from .utf16 import utf16_len, utf16_slice
+from .utf16 import utf16_len, utf16_prefix, utf16_slice
 from .validate import (
     STRICT_NAME,
     ComposerInputError,
@@ -49,5 +49,6 @@ __all__ = [
     "composer_input_problems",
     "strict_payload",
     "utf16_len",
+    "utf16_prefix",
     "utf16_slice",
 ]

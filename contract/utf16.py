@@ -14,6 +14,18 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def utf16_prefix(text: str, units: int) -> int:
+    """How many code points of ``text`` fit in ``units`` UTF-16 code units (never half a pair)."""
+    if utf16_len(text[:units]) <= units:
+        return min(units, len(text))
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if char > "\uffff" else 1
+        if used > units:
+            return index
+    return len(text)
+
+
 def utf16_slice(text: str, start: int, end: int) -> str:
     """``text.slice(start, end)`` as JavaScript computes it."""
     data = text.encode("utf-16-le", "surrogatepass")

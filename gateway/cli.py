@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from .config import load_settings
 from .runtimes import build_runtime
-from .server import serve
+from .server import StartError, serve
 
 
 def _port(text: str) -> int:
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         try:
             asyncio.run(serve(settings, runtime))
-        except OSError as exc:  # a port in use, an agent program that is not there
+        except StartError as exc:
             print(f"slashgate: cannot start: {exc}", file=sys.stderr)
             return 1
     elif args.command == "slack":

@@ -23,6 +23,10 @@ async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+class StartError(Exception):
+    """The gateway could not start; the message says what failed."""
+
+
 @dataclass
 class Running:
     gateway: Gateway
@@ -52,14 +56,17 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     started: list[Channel] = []
     try:
-        await gateway.start()
-        await runner.setup()
-        site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        for channel in channels:
-            await channel.start()
-            started.append(channel)
+        try:
+            await gateway.start()
+            await runner.setup()
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            for channel in channels:
+                await channel.start()
+                started.append(channel)
+        except Exception as exc:  # a port in use, a refused token, an agent that is not there
+            raise StartError(f"{type(exc).__name__}: {exc}") from exc
         yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
     finally:
         # Cancel the turns first, while the channels can still deliver their replies; then

@@ -118,3 +118,12 @@ def test_rejection_text_exists_exactly_for_rejected_kinds(text: str) -> None:
     result = CONTRACT.classify(text)
     rejected = result.kind in ("invalid", "unsupported", "interactive_only")
     assert (CONTRACT.rejection(result) is not None) == rejected
+
+
+@given(st.text(), st.integers(min_value=0, max_value=40))
+def test_utf16_prefix_is_the_longest_that_fits(text: str, units: int) -> None:
+    from contract import utf16_prefix
+
+    n = utf16_prefix(text, units)
+    assert utf16_len(text[:n]) <= units
+    assert n == len(text) or utf16_len(text[: n + 1]) > units

@@ -9,7 +9,7 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from contract import utf16_len
+from contract import utf16_len, utf16_prefix
 
 # chat.postMessage: Slack advises keeping ``text`` under 4,000 characters (it truncates
 # at 40,000); counted in UTF-16 units, as Slack's JavaScript clients count them.
@@ -130,21 +130,9 @@ def _link(url: str, label: str) -> str:
     return f"<{target}|{label}>"
 
 
-def _cut(text: str, limit: int) -> int:
-    """The longest prefix (in code points) of ``text`` that fits ``limit`` UTF-16 units."""
-    if utf16_len(text) <= limit:
-        return len(text)
-    units = 0
-    for index, char in enumerate(text):
-        units += 2 if char > "\uffff" else 1
-        if units > limit:
-            return index
-    return len(text)
-
-
 def _split_point(text: str, limit: int) -> tuple[int, int]:
     """(end of this chunk, start of the next): at a paragraph, line or word if possible."""
-    end = _cut(text, limit)
+    end = utf16_prefix(text, limit)
     floor = end // 2  # never cut a chunk to less than half its room
     for separator in ("\n\n", "\n", " "):
         at = text.rfind(separator, floor, end)

@@ -19,9 +19,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from contract import Command, utf16_len
-
-from .render import fitting_prefix
+from contract import Command, utf16_len, utf16_prefix
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -47,7 +45,7 @@ def describe(command: Command) -> str:
     text = " ".join(command.description.split()) or " ".join((command.hint or command.name).split())
     if utf16_len(text) <= MAX_DESCRIPTION:
         return text
-    return text[: fitting_prefix(text, MAX_DESCRIPTION - 1)].rstrip() + "…"
+    return text[: utf16_prefix(text, MAX_DESCRIPTION - 1)].rstrip() + "…"
 
 
 @dataclass(frozen=True)

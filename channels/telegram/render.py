@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from contract import utf16_len
+from contract import utf16_len, utf16_prefix
 
 LIMIT = 4096
 """Telegram's limit on a message's text after entity parsing (counted here in UTF-16 code
@@ -340,7 +340,7 @@ def _cut(text: str, room: int) -> tuple[str, str]:
     fits, else the last space, else anywhere (never inside a surrogate pair). The separator
     itself is dropped: the message boundary replaces it.
     """
-    fit = fitting_prefix(text, room)
+    fit = utf16_prefix(text, room)
     if fit == 0:
         return "", text
     for separator in ("\n", " "):
@@ -348,15 +348,3 @@ def _cut(text: str, room: int) -> tuple[str, str]:
         if at > 0:
             return text[:at], text[at + 1 :]
     return text[:fit], text[fit:]
-
-
-def fitting_prefix(text: str, room: int) -> int:
-    """The largest number of code points of ``text`` that take at most ``room`` UTF-16 units."""
-    if utf16_len(text[:room]) <= room:
-        return min(room, len(text))
-    used = 0
-    for i, char in enumerate(text):
-        used += 2 if char > "\uffff" else 1
-        if used > room:
-            return i
-    return len(text)

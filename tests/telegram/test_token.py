@@ -12,7 +12,7 @@ from aiogram.exceptions import ClientDecodeError, TelegramNetworkError
 from pydantic import SecretStr
 
 from channels.telegram import delivery
-from gateway.server import running
+from gateway.server import StartError, running
 from tests.conftest import make_settings
 
 from .fake_bot_api import REDIRECTS, FakeBotAPI
@@ -27,9 +27,10 @@ async def test_a_bad_api_base_fails_the_start_without_showing_the_token(
         telegram_api_base="http://[::1",
         telegram_secret=SecretStr(SECRET),
     )
-    with caplog.at_level(logging.DEBUG), pytest.raises(TelegramNetworkError) as failed:
+    with caplog.at_level(logging.DEBUG), pytest.raises(StartError) as failed:
         async with running(settings):
             pass
+    assert isinstance(failed.value.__cause__, TelegramNetworkError)
     shown = "".join(traceback.format_exception(failed.value))  # what stderr would show
     assert "InvalidUrlClientError: http://[::1/bot<token>/getMe" in shown
     assert fake.token not in shown and fake.token not in caplog.text
@@ -44,9 +45,10 @@ async def test_a_server_echoing_the_url_fails_the_start_without_showing_the_toke
         telegram_api_base=fake.url,
         telegram_secret=SecretStr(SECRET),
     )
-    with caplog.at_level(logging.DEBUG), pytest.raises(ClientDecodeError) as failed:
+    with caplog.at_level(logging.DEBUG), pytest.raises(StartError) as failed:
         async with running(settings):
             pass
+    assert isinstance(failed.value.__cause__, ClientDecodeError)
     shown = "".join(traceback.format_exception(failed.value))
     assert "Cannot POST /bot<token>/getMe" in shown
     assert fake.token not in shown and fake.token not in caplog.text

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 from channels.telegram import channel as telegram_channel
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd
-from gateway.server import running
+from gateway.server import StartError, running
 from tests.conftest import make_settings
 
 from .fake_bot_api import WAIT, FakeBotAPI
@@ -178,7 +178,8 @@ async def test_a_wrong_token_stops_the_start_without_showing_it(fake: FakeBotAPI
         telegram_api_base=fake.url,
         telegram_secret=SecretStr(SECRET),
     )
-    with pytest.raises(TelegramUnauthorizedError) as failed:
+    with pytest.raises(StartError) as failed:
         async with running(settings):
             pass
-    assert str(failed.value) == "Telegram server says - Unauthorized"
+    assert isinstance(failed.value.__cause__, TelegramUnauthorizedError)
+    assert str(failed.value) == "TelegramUnauthorizedError: Telegram server says - Unauthorized"
