@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from contract import Classification
 from gateway.config import Settings
 from gateway.runtimes import Runtime
 from gateway.server import Running, running
@@ -24,6 +25,20 @@ def load_parity() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         json.loads(line) for line in PARITY.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
     return lines[0]["header"], lines[1:]
+
+
+def case_view(result: Classification, message: str | None) -> dict[str, Any]:
+    """A classification and its user-facing text in the vocabulary of a parity case."""
+    return {
+        "kind": result.kind,
+        "command": result.command,
+        "typed": result.typed,
+        "args": result.args,
+        "for_other_bot": result.for_other_bot,
+        "source": result.source,
+        "message": message,
+        "nodes": result.payload.model_dump(mode="json", exclude_none=True)["nodes"],
+    }
 
 
 def make_settings(**overrides: Any) -> Settings:

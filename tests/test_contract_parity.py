@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from contract import Command, SlashContract
-from tests.conftest import load_parity
+from tests.conftest import case_view, load_parity
 
 HEADER, CASES = load_parity()
 
@@ -24,16 +24,7 @@ def header_contract(header: dict[str, Any]) -> SlashContract:
 def observed(contract: SlashContract, text: str) -> dict[str, Any]:
     """Everything a case may expect, in the case's own vocabulary."""
     result = contract.classify(text)
-    return {
-        "kind": result.kind,
-        "command": result.command,
-        "typed": result.typed,
-        "args": result.args,
-        "for_other_bot": result.for_other_bot,
-        "source": result.source,
-        "message": contract.rejection(result),
-        "nodes": result.payload.model_dump(mode="json", exclude_none=True)["nodes"],
-    }
+    return case_view(result, contract.rejection(result))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["text"] for c in CASES])

@@ -18,7 +18,7 @@ from channels.telegram.render import render
 from contract import Command
 from gateway.inbound import InboundMessage, Outcome, ReplySink
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
-from tests.conftest import load_parity
+from tests.conftest import case_view, load_parity
 
 from .fake_bot_api import FakeBotAPI
 from .helpers import PRIVATE, Served, Start, message_update
@@ -49,16 +49,7 @@ def observed(outcome: Outcome) -> dict[str, Any]:
     """The outcome in the case's vocabulary."""
     result = outcome.classification
     rejected = outcome.reply is not None and result.kind in REJECTED
-    return {
-        "kind": result.kind,
-        "command": result.command,
-        "typed": result.typed,
-        "args": result.args,
-        "for_other_bot": result.for_other_bot,
-        "source": result.source,
-        "message": outcome.reply.text if rejected and outcome.reply else None,
-        "nodes": result.payload.model_dump(mode="json", exclude_none=True)["nodes"],
-    }
+    return case_view(result, outcome.reply.text if rejected and outcome.reply else None)
 
 
 def forwarded(outcome: Outcome) -> Any:
