@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from contract import (
@@ -26,7 +25,6 @@ from .events import (
     MessageDelta,
     MessageEnd,
     PermissionRequired,
-    RuntimeEvent,
     SessionUpdated,
 )
 from .host import HOST_COMMANDS, HostCommand
@@ -115,10 +113,11 @@ class Gateway:
         if channel is None or conversation is None:
             return self.menu() or self.host_commands()
         try:
-            async with self._conversation(f"{channel}:{conversation}") as conv:
-                return self.host_commands(conv.info) + (conv.info.commands or ())
+            conv = await self._use(f"{channel}:{conversation}")
         except _OpenFailed:
             return self.menu() or self.host_commands()
+        conv.users -= 1
+        return self.host_commands(conv.info) + (conv.info.commands or ())
 
     def subscribe_conversation(self, listener: ConversationListener) -> None:
         """Called with (conversation key, its effective inventory) whenever that
@@ -150,9 +149,10 @@ class Gateway:
 
     # -- conversations --------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _conversation(self, key: str) -> AsyncIterator[Conversation]:
-        """The conversation for ``key``, its session open; never evicted while in use."""
+    async def _use(self, key: str) -> Conversation:
+        """The conversation for ``key``, its session open, marked in use (never evicted
+        meanwhile): the caller must ``conv.users -= 1`` when done.
+        """
         conv = self._conversations.get(key)
         if conv is None:
             conv = Conversation(key, self.runtime, self._conversation_inventory)
@@ -164,9 +164,10 @@ class Gateway:
             self._evict()
             if conv.session is None:
                 await self._open(conv)
-            yield conv
-        finally:
+        except BaseException:
             conv.users -= 1
+            raise
+        return conv
 
     async def _open(self, conv: Conversation) -> RuntimeSession:
         try:
@@ -195,10 +196,11 @@ class Gateway:
 
     async def classify(self, message: InboundMessage) -> Classification:
         try:
-            async with self._conversation(message.key) as conv:
-                return self._contract(conv, message.bot_username).classify(message.text)
+            conv = await self._use(message.key)
         except _OpenFailed:
             return self._host_contract(message.bot_username).classify(message.text)
+        conv.users -= 1
+        return self._contract(conv, message.bot_username).classify(message.text)
 
     def _host_contract(self, bot_username: str | None) -> SlashContract:
         """Gateway commands only: for input that cannot reach a runtime session."""
@@ -218,10 +220,13 @@ class Gateway:
         if self.closing:
             return await self._refuse(message, sink, "the gateway is shutting down")
         try:
-            async with self._conversation(message.key) as conv:
-                return await self._handle(conv, message, sink)
+            conv = await self._use(message.key)
         except _OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
             return await self._refuse(message, sink, str(exc))
+        try:
+            return await self._handle(conv, message, sink)
+        finally:
+            conv.users -= 1
 
     async def _refuse(self, message: InboundMessage, sink: ReplySink, error: str) -> Outcome:
         """The failure reply for input that cannot reach a session at all."""
@@ -336,7 +341,8 @@ class Gateway:
         assert conv.session is not None
         name = turn.command
         try:
-            async with _closing(conv.session.run(turn)) as events:
+            events = conv.session.run(turn)
+            try:
                 async for event in events:
                     if isinstance(event, MessageDelta):
                         state.parts.append(event.text)
@@ -351,6 +357,12 @@ class Gateway:
                         if isinstance(event, PermissionRequired):
                             conv.remember_permission(event.request_id)
                         await _safely(sink.event(event))
+            finally:
+                # Closed now, not whenever it is collected: its clean-up (cancelling its own
+                # work) must not run into the next turn.
+                aclose = getattr(events, "aclose", None)
+                if aclose is not None:
+                    await aclose()
         except asyncio.CancelledError:
             if not state.forced:
                 raise  # the deadline, or shutdown
@@ -418,21 +430,6 @@ class Gateway:
 
 class _OpenFailed(Exception):
     """The runtime could not open a session; the message says why."""
-
-
-@contextlib.asynccontextmanager
-async def _closing(
-    events: AsyncIterator[RuntimeEvent],
-) -> AsyncIterator[AsyncIterator[RuntimeEvent]]:
-    """Close a runtime's stream as soon as the turn ends, not whenever it is collected: its
-    clean-up (cancelling its own work) must not run into the next turn.
-    """
-    try:
-        yield events
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 async def _safely(step: Awaitable[None]) -> None:

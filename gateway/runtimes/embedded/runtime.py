@@ -63,9 +63,9 @@ class EmbeddedSession(RuntimeSession):
             while (item := await queue.get()) is not _DONE:
                 yield item  # type: ignore[misc]
         finally:
-            # The handler's clean-up finishes here, not in the next turn.
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            if not task.done():  # the turn was left early: the clean-up finishes here
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     async def _handle(self, wake: InboxWake, queue: asyncio.Queue[object]) -> None:
         try:
