@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -12,8 +12,14 @@ from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
-from tests.slack.slack_fake import WAIT, Scripted, fake_slack, mention
-from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, deltas, slack_gateway
+from tests.slack.slack_fake import WAIT, FakeSlack, Scripted, fake_slack, mention
+from tests.slack.slack_harness import (
+    Script,
+    ScriptedRuntime,
+    ScriptedSession,
+    deltas,
+    slack_gateway,
+)
 
 DEPLOY = (Command(name="deploy", description="Deploy a build"),)
 
@@ -89,58 +95,57 @@ async def test_after_a_chat_start_stream_error_a_message_is_updated_instead(
     ]
 
 
-async def test_previews_show_the_reply_while_it_is_written(gateway_server):
-    holder: dict[str, object] = {}
-
-    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
-        fake = holder["fake"]
-        yield MessageDelta("part one")
-        await fake.wait_calls("chat.postMessage")  # type: ignore[attr-defined]
-        yield MessageDelta(", part two")
-        await fake.wait_for(  # type: ignore[attr-defined]
-            lambda: any(
-                c.params.get("text") == "part one, part two" for c in fake.of("chat.update")
-            )  # type: ignore[attr-defined]
-        )
-        yield MessageDelta(", end")
-        yield MessageEnd()
-
+async def deploy_streaming(
+    gateway_server, script_for: Callable[[FakeSlack], Script], update_interval: float
+) -> FakeSlack:
+    """Run ``/deploy prod`` with the script ``script_for(fake)``; the fake once it is done."""
     async with (
         fake_slack() as fake,
-        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
+        slack_gateway(gateway_server, fake, ScriptedRuntime(script_for(fake), DEPLOY)) as h,
     ):
-        holder["fake"] = fake
-        h.channel.outbox.update_interval = 0
+        h.channel.outbox.update_interval = update_interval
         await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
         await h.channel.drain(WAIT)
+    return fake
+
+
+async def test_previews_show_the_reply_while_it_is_written(gateway_server):
+    def script_for(fake: FakeSlack) -> Script:
+        async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+            yield MessageDelta("part one")
+            await fake.wait_calls("chat.postMessage")
+            yield MessageDelta(", part two")
+            await fake.wait_for(
+                lambda: any(
+                    c.params.get("text") == "part one, part two" for c in fake.of("chat.update")
+                )
+            )
+            yield MessageDelta(", end")
+            yield MessageEnd()
+
+        return script
+
+    fake = await deploy_streaming(gateway_server, script_for, update_interval=0)
     assert fake.of("chat.postMessage")[0].params["text"] == "part one"
     assert [m.text for m in fake.messages()] == ["part one, part two, end"]
 
 
 async def test_chat_update_is_throttled(gateway_server):
-    holder: dict[str, object] = {}
+    def script_for(fake: FakeSlack) -> Script:
+        async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+            yield MessageDelta("0")
+            await fake.wait_calls("chat.postMessage")
+            for n in range(1, 30):
+                await asyncio.sleep(0)  # let the channel run between deltas
+                yield MessageDelta(f" {n}")
+            yield MessageEnd()
 
-    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
-        fake = holder["fake"]
-        yield MessageDelta("0")
-        await fake.wait_calls("chat.postMessage")  # type: ignore[attr-defined]
-        for n in range(1, 30):
-            await asyncio.sleep(0)  # let the channel run between deltas
-            yield MessageDelta(f" {n}")
-        yield MessageEnd()
+        return script
 
-    async with (
-        fake_slack() as fake,
-        slack_gateway(gateway_server, fake, ScriptedRuntime(script, DEPLOY)) as h,
-    ):
-        holder["fake"] = fake
-        h.channel.outbox.update_interval = 60.0
-        await h.slack.command("/deploy", "prod", response_url=fake.response_url("r"))
-        await h.channel.drain(WAIT)
+    fake = await deploy_streaming(gateway_server, script_for, update_interval=60.0)
     # 30 deltas: the preview, then within the interval only the final update.
     assert len(fake.of("chat.postMessage")) == 1
     assert len(fake.of("chat.update")) == 1
-    assert [m.text for m in fake.messages()] == [" ".join(str(n) for n in range(30))]
 
 
 async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_server):
