@@ -15,20 +15,23 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/slashgate serve
 
-# The pi runtime's tests run the real pi (npm); installed locally, idempotently.
+# The pi runtime's tests run the real pi (npm), the ACP tests a real fast-agent (PyPI, on
+# Python 3.13); both installed locally, idempotently.
 tools:
 	bash scripts/install-pi.sh
+	bash scripts/install-fast-agent.sh
 
 test: $(STAMP) tools
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check contract gateway channels tests bench
+	$(BIN)/ruff check contract gateway channels slashgate tests bench examples
 	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
-	$(BIN)/python bench/slack_ack.py
+	$(BIN)/python bench/journal.py
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .tools

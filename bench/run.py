@@ -1,137 +1,410 @@
-"""slashgate benchmarks. Every figure is printed beside a baseline measured in the same run,
-because the machine is shared and noisy: compare the ratios, not the absolute numbers.
+"""slashgate's hot path against its anchors, measured side by side in one run: ``make bench``.
 
-1. Contract cost per message: classify + composer_input payload for a 30-character message,
-   on one core, beside ``json.dumps`` of the same message as a calibration baseline.
-2. Webhook round-trip throughput: ``POST /v1/messages`` with ``/echo`` through the whole
-   gateway (contract, session, embedded runtime), beside a bare aiohttp JSON handler; each
-   server pinned to one core, the load generator on the other.
+The machine is shared and noisy, so every server figure is a ratio against an anchor measured
+in the same run, rounds alternating between the two:
+
+- server CPU per request: utime + stime of the server process (``/proc/<pid>/stat``) read
+  before and after ``--requests`` requests that follow a warm-up, the load coming from this
+  process over ``--workers`` connections (each a user who waits for the answer before writing
+  again); throughput is this process's count over its wall time.
+  webhook ``/echo hello`` vs a bare aiohttp JSON handler; Telegram ``/echo m1`` through to
+  sendMessage vs an aiogram echo bot; a Slack slash command through to its reply vs a
+  slack-bolt app (``ack()`` then ``say()``), plus the ack latency of both, one at a time;
+- the contract on one message (classify + payload of 30 characters, microseconds), its cost
+  against the input size (classify + payload + validation up to 1 MiB, with the exponent of
+  the fit ``time ~ size^k``), and memory per idle conversation (RSS, in a process of its own).
+
+Servers are in bench/servers.py, fake platforms in bench/platforms.py, the single-process
+figures in bench/micro.py. Nothing here is a test: no figure fails the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import hashlib
+import hmac
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from contract import Command, SlashContract  # noqa: E402
+from bench import micro  # noqa: E402
+from bench.platforms import FakePlatform, FakeSlack, FakeTelegram  # noqa: E402
+from bench.servers import SLACK_SECRET, TELEGRAM_SECRET  # noqa: E402
 
-MESSAGES = {
-    "plain": "hello there, how is the build?",
-    "slash": "/deploy staging now, then wait",
-    "mixed": "/pr-review 12 in /worktree ok!",
-}
-
-
-def per_call_us(fn: Callable[[], object], batch: int = 2000, rounds: int = 31) -> float:
-    """Median over ``rounds`` batches of the per-call time, in microseconds."""
-    samples = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        samples.append((time.perf_counter() - start) / batch * 1e6)
-    return statistics.median(samples)
+TICKS = os.sysconf("SC_CLK_TCK")
+REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
 
 
-def bench_contract() -> None:
-    os.sched_setaffinity(0, {0})
-    contract = SlashContract(
-        commands=[
-            Command(name="deploy", hint="environment"),
-            Command(name="pr-review"),
-            Command(name="worktree"),
-            Command(name="memory show"),
-        ],
-        interactive_only={"settings"},
-        host_commands=[
-            Command(name=n, source="gateway") for n in ("help", "new", "cancel", "status")
-        ],
-    )
-    print("contract cost per message (one core, median of 31 batches)")
-    for label, text in MESSAGES.items():
-        assert len(text) == 30, label
-        base = per_call_us(lambda text=text: json.dumps({"text": text}))
-        decide = per_call_us(lambda text=text: contract.classify(text))
-        full = per_call_us(lambda text=text: contract.classify(text).payload)
-        print(
-            f"  {label:6} classify {decide:5.2f} us, + payload {full:5.2f} us"
-            f"   (json.dumps baseline {base:4.2f} us: {decide / base:4.1f}x, {full / base:4.1f}x)"
-        )
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, all its threads, in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5)
 
 
-async def start_server(kind: str) -> tuple[asyncio.subprocess.Process, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "bench" / "servers.py"), kind, "0",
-        cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = await proc.stdout.readline()
-    return proc, line.decode().split()[-1]
+@dataclass
+class Server:
+    kind: str
+    process: asyncio.subprocess.Process
+    url: str
+
+    @classmethod
+    async def start(cls, kind: str, api: str = "", store: str = "memory") -> Server:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(ROOT / "bench" / "servers.py"), kind, api,
+            cwd=ROOT, stdout=asyncio.subprocess.PIPE, env={**os.environ, "BENCH_STORE": store},
+        )  # fmt: skip
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        if not line.startswith(b"listening on "):
+            raise RuntimeError(f"the {kind} server did not start")
+        return cls(kind, process, line.decode().split()[-1])
+
+    async def stop(self) -> None:
+        self.process.terminate()
+        await self.process.wait()
 
 
-async def load(url: str, seconds: float, workers: int) -> float:
-    """Requests per second over ``seconds`` with ``workers`` sequential clients."""
-    done = 0
-    deadline = time.perf_counter() + seconds
+# One request of one simulated user: (session, worker number, sequence number).
+Request = Callable[[aiohttp.ClientSession, int, int], Awaitable[None]]
 
-    async def worker(client: aiohttp.ClientSession, n: int) -> None:
-        nonlocal done
-        body = {"conversation": f"bench-{n}", "user": "bench", "text": "/echo hello"}
-        while time.perf_counter() < deadline:
-            async with client.post(f"{url}/v1/messages", json=body) as resp:
-                await resp.read()
-                assert resp.status == 200
-            done += 1
+
+async def drive(request: Request, count: int, workers: int) -> float:
+    """Send ``count`` requests from ``workers`` users; the wall time in seconds."""
+    sequence = iter(range(count))
+
+    async def user(session: aiohttp.ClientSession, worker: int) -> None:
+        for n in sequence:
+            await request(session, worker, n)
 
     connector = aiohttp.TCPConnector(limit=workers)
-    async with aiohttp.ClientSession(connector=connector) as client:
+    async with aiohttp.ClientSession(connector=connector) as session:
         start = time.perf_counter()
-        await asyncio.gather(*(worker(client, n) for n in range(workers)))
-        return done / (time.perf_counter() - start)
+        await asyncio.gather(*(user(session, w) for w in range(workers)))
+        return time.perf_counter() - start
 
 
-async def bench_webhook(seconds: float, rounds: int, workers: int) -> None:
-    os.sched_setaffinity(0, {1})
-    print(
-        f"webhook round trip (/echo, {workers} clients, {rounds} alternating rounds of {seconds}s)"
-    )
-    servers = {kind: await start_server(kind) for kind in ("bare", "gateway")}
+async def checked(response: aiohttp.ClientResponse) -> bytes:
+    body = await response.read()
+    if response.status != 200:
+        raise RuntimeError(f"{response.url} answered {response.status}: {body[:200]!r}")
+    return body
+
+
+# -- the three pairs ----------------------------------------------------------------------
+
+
+def webhook_request(url: str) -> Request:
+    async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
+        body = {"conversation": f"bench-{worker}", "user": "bench", "text": "/echo hello"}
+        async with session.post(f"{url}/v1/messages", json=body) as response:
+            await checked(response)
+
+    return request
+
+
+_update_ids = iter(range(1, 1 << 62))
+
+
+def telegram_request(url: str, fake: FakePlatform) -> Request:
+    headers = {"X-Telegram-Bot-Api-Secret-Token": TELEGRAM_SECRET}
+
+    async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
+        chat = worker + 1  # a private chat per user
+        update_id = next(_update_ids)
+        update = {
+            "update_id": update_id,
+            "message": {
+                "message_id": update_id,
+                "date": 1700000000,
+                "chat": {"id": chat, "type": "private", "first_name": "Ann"},
+                "from": {"id": chat, "is_bot": False, "first_name": "Ann"},
+                "text": "/echo m1",
+                "entities": [{"type": "bot_command", "offset": 0, "length": 5}],
+            },
+        }
+        reply = fake.expect(str(chat))
+        async with session.post(f"{url}/telegram/webhook", json=update, headers=headers) as r:
+            await checked(r)
+        if await asyncio.wait_for(reply, REPLY_WAIT) != "m1":
+            raise RuntimeError("Telegram: a wrong reply")
+
+    return request
+
+
+_trigger_ids = iter(range(1, 1 << 62))
+
+
+def slack_signed(body: str) -> dict[str, str]:
+    stamp = str(int(time.time()))
+    base = f"v0:{stamp}:{body}".encode()
+    digest = hmac.new(SLACK_SECRET.encode(), base, hashlib.sha256).hexdigest()
+    return {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={digest}",
+    }
+
+
+def slack_request(url: str, fake: FakeSlack, acks: list[float] | None = None) -> Request:
+    async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
+        channel = f"C{worker}"
+        body = urlencode(
+            {
+                "token": "legacy", "team_id": "T1", "team_domain": "bench",
+                "channel_id": channel, "channel_name": "general", "user_id": "U1",
+                "user_name": "ann", "command": "/agent", "text": "echo hi", "api_app_id": "A1",
+                "is_enterprise_install": "false",
+                "response_url": fake.response_url_for(channel),
+                "trigger_id": f"1.{next(_trigger_ids)}",  # unique: platforms dedupe on it
+            }
+        )  # fmt: skip
+        reply = fake.expect(channel)
+        start = time.perf_counter()
+        async with session.post(f"{url}/slack/events", data=body, headers=slack_signed(body)) as r:
+            await checked(r)
+        if acks is not None:
+            acks.append((time.perf_counter() - start) * 1000)
+        text = await asyncio.wait_for(reply, REPLY_WAIT)
+        if "hi" not in text:
+            raise RuntimeError(f"Slack: a wrong reply {text!r}")
+
+    return request
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    """A subject and its anchor, with what each round measured."""
+
+    name: str
+    subject: Server
+    anchor: Server
+    requests: dict[str, Request]
+    cpu_us: dict[str, list[float]] = field(default_factory=lambda: {"subject": [], "anchor": []})
+    rate: dict[str, list[float]] = field(default_factory=lambda: {"subject": [], "anchor": []})
+
+    def ratios(self) -> list[float]:
+        return [s / a for s, a in zip(self.cpu_us["subject"], self.cpu_us["anchor"], strict=True)]
+
+
+async def measure(
+    server: Server, request: Request, count: int, workers: int
+) -> tuple[float, float]:
+    """(server CPU microseconds per request, requests per second)."""
+    pid = server.process.pid
+    before = cpu_seconds(pid)
+    wall = await drive(request, count, workers)
+    used = cpu_seconds(pid) - before
+    return used / count * 1e6, count / wall
+
+
+async def run_pair(pair: Pair, args: argparse.Namespace) -> None:
+    servers = {"subject": pair.subject, "anchor": pair.anchor}
+    for role in servers:
+        await drive(pair.requests[role], args.warmup, args.workers)
+    for round_ in range(args.rounds):
+        order = list(servers.items()) if round_ % 2 == 0 else list(servers.items())[::-1]
+        for role, server in order:
+            cpu, rate = await measure(server, pair.requests[role], args.requests, args.workers)
+            pair.cpu_us[role].append(cpu)
+            pair.rate[role].append(rate)
+
+
+async def slack_acks(
+    pair: Pair, slack: dict[str, tuple[str, FakeSlack]], count: int
+) -> dict[str, list[float]]:
+    """Ack latency one command at a time (each reply awaited before the next command)."""
+    acks: dict[str, list[float]] = {"subject": [], "anchor": []}
+    for _ in range(count):
+        for role, (url, fake) in slack.items():
+            await drive(slack_request(url, fake, acks[role]), 1, 1)
+    return acks
+
+
+async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[str, list[float]]]:
+    fakes = {role: (FakeTelegram(), FakeSlack()) for role in ("subject", "anchor")}
+    for telegram, slack in fakes.values():
+        await telegram.start()
+        await slack.start()
+    started: list[Server] = []
+
+    async def start(kind: str, api: str = "") -> Server:
+        server = await Server.start(kind, api, args.store)
+        started.append(server)
+        return server
+
     try:
-        for _, url in servers.values():
-            await load(url, 0.5, workers)  # warm up
-        rates: dict[str, list[float]] = {"bare": [], "gateway": []}
-        for _ in range(rounds):
-            for kind, (_, url) in servers.items():
-                rates[kind].append(await load(url, seconds, workers))
+        tg_s, sl_s = fakes["subject"]
+        tg_a, sl_a = fakes["anchor"]
+        webhook, bare = await start("webhook"), await start("bare")
+        telegram, aiogram = await start("telegram", tg_s.url), await start("aiogram", tg_a.url)
+        slack, bolt = await start("slack", sl_s.api), await start("bolt", sl_a.api)
+        pairs = [
+            Pair(
+                "webhook /echo",
+                webhook,
+                bare,
+                {"subject": webhook_request(webhook.url), "anchor": webhook_request(bare.url)},
+            ),
+            Pair(
+                "Telegram /echo",
+                telegram,
+                aiogram,
+                {
+                    "subject": telegram_request(telegram.url, tg_s),
+                    "anchor": telegram_request(aiogram.url, tg_a),
+                },
+            ),
+            Pair(
+                "Slack /agent echo",
+                slack,
+                bolt,
+                {
+                    "subject": slack_request(slack.url, sl_s),
+                    "anchor": slack_request(bolt.url, sl_a),
+                },
+            ),
+        ]
+        for pair in pairs:
+            if pair.name in args.only or not args.only:
+                await run_pair(pair, args)
+        acks = await slack_acks(
+            pairs[2], {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
+        )
+        if args.verbose:
+            for role, (tg, sl) in fakes.items():
+                print(f"{role}: telegram {dict(tg.calls)} over {len(tg.peers)} connections")
+                print(f"{role}: slack {dict(sl.calls)} over {len(sl.peers)} connections")
+        return pairs, acks
     finally:
-        for proc, _ in servers.values():
-            proc.terminate()
-            await proc.wait()
-    bare, gateway = (statistics.median(rates[k]) for k in ("bare", "gateway"))
-    print(f"  bare aiohttp JSON handler {bare:8.0f} req/s")
-    print(f"  slashgate webhook         {gateway:8.0f} req/s   {gateway / bare:.0%} of bare")
+        for server in started:
+            await server.stop()
+        for telegram, slack in fakes.values():
+            await telegram.stop()
+            await slack.stop()
+
+
+# -- the table ----------------------------------------------------------------------------
+
+
+def spread(values: list[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid:{fmt}} ({low:{fmt}}-{high:{fmt}})"
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"nproc {os.cpu_count()}, {model}, load average {load}"
+
+
+def table(
+    pairs: list[Pair],
+    acks: dict[str, list[float]],
+    figures: micro.Figures,
+    args: argparse.Namespace,
+) -> str:
+    goals = {
+        "webhook /echo": "<= 1.25x (no worse than 1.67x)",
+        "Telegram /echo": "<= 1.2x (no worse than 1.5x)",
+        "Slack /agent echo": "<= 1.0x",
+    }
+    anchors = {
+        "webhook /echo": "bare aiohttp JSON",
+        "Telegram /echo": "aiogram echo bot",
+        "Slack /agent echo": "slack-bolt ack+say",
+    }
+    rows = [("figure", "slashgate", "anchor", "ratio (range)", "goal")]
+    for pair in pairs:
+        if not pair.ratios():
+            continue
+        rows.append(
+            (
+                f"{pair.name}: server CPU/request (us)",
+                spread(pair.cpu_us["subject"], ".0f"),
+                f"{anchors[pair.name]} {spread(pair.cpu_us['anchor'], '.0f')}",
+                spread(pair.ratios(), ".2f"),
+                goals[pair.name],
+            )
+        )
+        ratio = statistics.median(pair.rate["subject"]) / statistics.median(pair.rate["anchor"])
+        rows.append(
+            (
+                f"{pair.name}: throughput (req/s, client)",
+                spread(pair.rate["subject"], ".0f"),
+                spread(pair.rate["anchor"], ".0f"),
+                f"{ratio:.2f}",
+                "-",
+            )
+        )
+    if acks["subject"]:
+        p90 = {role: statistics.quantiles(v, n=10)[-1] for role, v in acks.items()}
+        rows.append(
+            (
+                "Slack slash ack, one at a time (ms)",
+                f"median {statistics.median(acks['subject']):.2f}, p90 {p90['subject']:.2f}",
+                f"median {statistics.median(acks['anchor']):.2f}, p90 {p90['anchor']:.2f}",
+                f"{statistics.median(acks['subject']) / statistics.median(acks['anchor']):.2f}",
+                "median <= 2 ms",
+            )
+        )
+    rows.extend(figures.rows())
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = [
+        f"slashgate bench: {machine()}",
+        f"{args.requests} requests per round after {args.warmup} warm-up, {args.workers} "
+        f"connections, {args.rounds} rounds, {args.store} store; medians with (min-max) over "
+        "rounds",
+        "",
+    ]
+    for i, row in enumerate(rows):
+        cells = (cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        lines.append(" | ".join(cells).rstrip())
+        if i == 0:
+            lines.append("-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=3000, help="per round and server")
+    parser.add_argument("--warmup", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=16, help="concurrent connections")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--acks", type=int, default=200, help="Slack acks timed one at a time")
+    parser.add_argument("--conversations", type=int, default=100_000)
+    parser.add_argument(
+        "--store", choices=("memory", "sqlite"), default="memory", help="slashgate's state store"
+    )
+    parser.add_argument("--only", nargs="*", default=[], help="pair names to run (default all)")
+    parser.add_argument("--verbose", action="store_true", help="calls seen by the fakes")
     args = parser.parse_args()
-    bench_contract()
-    asyncio.run(bench_webhook(args.seconds, args.rounds, args.workers))
+    pairs, acks = asyncio.run(servers_section(args))
+    figures = micro.measure(args.conversations)
+    print(table(pairs, acks, figures, args))
 
 
 if __name__ == "__main__":

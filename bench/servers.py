@@ -1,14 +1,43 @@
-"""Servers under load, each in its own process: ``bare`` (a plain aiohttp JSON echo) or
-``gateway`` (slashgate on the embedded runtime). Prints ``listening on URL``.
+"""The servers under load, each in a process of its own; the bench reads their CPU time.
+
+``python bench/servers.py KIND [PLATFORM_URL]`` prints ``listening on URL`` once it serves.
+Kinds, each subject beside its anchor:
+
+- ``bare``: a plain aiohttp handler that parses JSON and answers JSON (anchor of ``webhook``);
+- ``webhook``: slashgate on the embedded runtime, ``POST /v1/messages``;
+- ``aiogram``: an aiogram 3 echo bot, ``Command("echo")`` + ``message.answer``, on aiogram's
+  own webhook handler (anchor of ``telegram``);
+- ``telegram``: slashgate's Telegram channel in webhook mode;
+- ``bolt``: a slack-bolt app as its documentation writes it: ``await ack()``, then
+  ``await say(text)`` (anchor of ``slack``);
+- ``slack``: slashgate's Slack channel.
+
+Environment: ``BENCH_STORE`` (``memory``, the default, or ``sqlite``) is slashgate's state
+store. The platform URL is the fake Bot API or Slack Web API the bench runs in its own process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
 import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.platforms import listen  # noqa: E402
+
+TELEGRAM_TOKEN = "123456:bench-token_for-the-fake-bot-api"
+TELEGRAM_SECRET = "bench-secret"
+SLACK_TOKEN = "xoxb-bench"
+SLACK_SECRET = "bench-signing-secret"
 
 
 async def bare_handler(request: web.Request) -> web.Response:
@@ -18,26 +47,111 @@ async def bare_handler(request: web.Request) -> web.Response:
     )
 
 
-async def main(kind: str, cpu: int) -> None:
-    os.sched_setaffinity(0, {cpu})
-    if kind == "bare":
-        app = web.Application()
-        app.router.add_post("/v1/messages", bare_handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        print(f"listening on http://127.0.0.1:{port}", flush=True)
-        await asyncio.Event().wait()
-    else:
-        from gateway.config import Settings
-        from gateway.server import running
+async def serve_app(app: web.Application) -> None:
+    _, url = await listen(app)
+    print(f"listening on {url}", flush=True)
+    await until_terminated()
 
-        async with running(Settings(port=0, log_level="WARNING")) as server:
+
+def bare() -> web.Application:
+    app = web.Application()
+    app.router.add_post("/v1/messages", bare_handler)
+    return app
+
+
+def aiogram_bot(api: str) -> web.Application:
+    from aiogram import Bot, Dispatcher, Router
+    from aiogram.client.session.aiohttp import AiohttpSession
+    from aiogram.client.telegram import TelegramAPIServer
+    from aiogram.filters import Command, CommandObject
+    from aiogram.types import Message
+    from aiogram.webhook.aiohttp_server import SimpleRequestHandler, setup_application
+
+    router = Router()
+
+    @router.message(Command("echo"))
+    async def echo(message: Message, command: CommandObject) -> None:
+        await message.answer(command.args or "")
+
+    dispatcher = Dispatcher()
+    dispatcher.include_router(router)
+    bot = Bot(TELEGRAM_TOKEN, session=AiohttpSession(api=TelegramAPIServer.from_base(api)))
+    app = web.Application()
+    handler = SimpleRequestHandler(dispatcher, bot, secret_token=TELEGRAM_SECRET)
+    handler.register(app, path="/telegram/webhook")
+    setup_application(app, dispatcher, bot=bot)
+    return app
+
+
+def bolt_app(api: str) -> web.Application:
+    from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+    from slack_bolt.async_app import AsyncApp
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    app = AsyncApp(
+        signing_secret=SLACK_SECRET,
+        client=AsyncWebClient(token=SLACK_TOKEN, base_url=api),
+    )
+
+    @app.command("/agent")
+    async def agent(ack: Any, say: Any, command: dict[str, Any]) -> None:
+        await ack()
+        await say(command["text"])
+
+    async def events(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await app.async_dispatch(await to_bolt_request(request)))
+
+    server = web.Application()
+    server.router.add_post("/slack/events", events)
+    return server
+
+
+async def slashgate(kind: str, api: str) -> None:
+    from pydantic import SecretStr
+
+    from gateway.config import Settings
+    from gateway.server import running
+
+    # The store is the bench's choice (``--store``), never a file left in the work tree.
+    store = os.environ.get("BENCH_STORE", "memory")
+    settings: dict[str, Any] = {"port": 0, "log_level": "WARNING", "store": store}
+    if kind == "telegram":
+        settings |= {
+            "telegram_token": SecretStr(TELEGRAM_TOKEN),
+            "telegram_secret": SecretStr(TELEGRAM_SECRET),
+            "telegram_api_base": api,
+        }
+    elif kind == "slack":
+        settings |= {
+            "slack_bot_token": SecretStr(SLACK_TOKEN),
+            "slack_signing_secret": SecretStr(SLACK_SECRET),
+            "slack_api_base": api,
+        }
+    with tempfile.TemporaryDirectory(prefix="slashgate-bench-") as state:
+        settings["state_path"] = Path(state) / "state.sqlite3"
+        async with running(Settings(**settings)) as server:
             print(f"listening on {server.url}", flush=True)
-            await asyncio.Event().wait()
+            await until_terminated()
+
+
+async def until_terminated() -> None:
+    """Serve until SIGTERM (the bench's stop), then leave cleanly."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+
+
+async def main(kind: str, api: str) -> None:
+    logging.basicConfig(level=logging.WARNING)
+    if kind == "bare":
+        await serve_app(bare())
+    elif kind == "aiogram":
+        await serve_app(aiogram_bot(api))
+    elif kind == "bolt":
+        await serve_app(bolt_app(api))
+    else:
+        await slashgate(kind, api)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else ""))

@@ -15,6 +15,10 @@ def build_channels(gateway: Gateway, settings: Settings) -> list[Channel]:
     from .webhook import WebhookChannel
 
     channels: list[Channel] = [WebhookChannel(gateway, settings)]
+    if settings.webchat:
+        from .webchat import WebchatChannel
+
+        channels.append(WebchatChannel(gateway, settings))
     if settings.telegram_token is not None:
         from .telegram import TelegramChannel
 

@@ -2,6 +2,7 @@
 
 from .catalog import CATEGORIES, Catalog, Category, categorize
 from .classify import Classification, Kind, SlashContract
+from .complete import Completion, CompletionItem, complete
 from .inventory import CommandRegistry
 from .models import (
     BranchNode,
@@ -11,6 +12,7 @@ from .models import (
     ComposerInputPayload,
     ComposerNode,
     FileNode,
+    Nodes,
     SlashCommandNode,
     SymbolNode,
     TextNode,
@@ -34,18 +36,22 @@ __all__ = [
     "Command",
     "CommandArgument",
     "CommandRegistry",
+    "Completion",
+    "CompletionItem",
     "ComposerInputError",
     "ComposerInputMessage",
     "ComposerInputPayload",
     "ComposerNode",
     "FileNode",
     "Kind",
+    "Nodes",
     "SlashCommandNode",
     "SlashContract",
     "SymbolNode",
     "TextNode",
     "categorize",
     "check_composer_input",
+    "complete",
     "composer_input_problems",
     "strict_payload",
     "utf16_len",

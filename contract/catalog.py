@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from string import Formatter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 Category = Literal["invalid", "unsupported", "interactive_only", "busy", "timeout", "generic"]
 CATEGORIES: tuple[Category, ...] = (
@@ -43,12 +44,35 @@ class Catalog(BaseModel):
     plain_invalid: str = "Invalid request: {error}"
     plain_interactive_only: str = "That only runs in the interactive TUI."
 
+    @model_validator(mode="after")
+    def _placeholders_are_known(self) -> Catalog:
+        # A wrong placeholder would fail every matching reply: refuse it when configured.
+        for key, template in self:
+            allowed = ("error",) if key.startswith("plain_") else ("name", "error")
+            problem = placeholder_problem(template, allowed)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
+        return self
+
     def text(self, category: Category, name: str | None, error: str | None = None) -> str:
         template: str = getattr(self, category if name is not None else f"plain_{category}")
         return template.format(name=name, error=error or "failed")
 
 
-# First match wins, in this order (CONTRACT.md).
+def placeholder_problem(template: str, allowed: tuple[str, ...]) -> str | None:
+    """What is wrong with ``template``'s ``{placeholders}``; None when each is allowed."""
+    shown = ", ".join("{" + name + "}" for name in allowed)
+    try:
+        fields = [(f, spec) for _, f, spec, _ in Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # a lone "{" or "}"
+        return f"{exc} (write {{{{ and }}}} for literal braces; placeholders: {shown})"
+    for found, spec in fields:
+        if found not in allowed or "{" in (spec or ""):
+            return f"placeholder {{{found}}} is not allowed here; the placeholders are {shown}"
+    return None
+
+
+# First match wins, in this order (docs/contract.md).
 _PATTERNS: tuple[tuple[Category, re.Pattern[str]], ...] = (
     ("unsupported", re.compile(r"unknown command|not found|unrecognized|unsupported", re.I)),
     (

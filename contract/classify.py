@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Literal
 
 from .catalog import Catalog, Category, categorize
-from .models import Command, ComposerInputPayload
-from .utf16 import has_astral, utf16_len
+from .models import Command, ComposerInputPayload, Nodes, Row
+from .utf16 import ASTRAL, has_astral
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
 Source = Literal["runtime", "gateway"]
@@ -18,6 +19,8 @@ _LEADING_WS = re.compile(r"\s*")
 _TOKEN = re.compile(r"\S+")
 # A token that could be a node: "/" or "@" at the start or after white space.
 _CANDIDATE = re.compile(r"(?<!\S)[/@]\S*")
+# The look-behind after the first character lets the regex engine skip to "/" and "@".
+_REFERENCE = r"@(?<!\S@)(?:file|branch|symbol):\S*"
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.-]*")
 _TRAILING_PUNCT = ".,;:!?)"
@@ -25,8 +28,6 @@ _REFERENCES = ("@file:", "@branch:", "@symbol:")
 
 # (remaining lower-cased words, canonical command, source); longest first per first word.
 _Entry = tuple[tuple[str, ...], Command, Source]
-# A node before conversion to UTF-16: (kind, start, end, value) in code points.
-_Span = tuple[str, int, int, str]
 
 
 class Classification:
@@ -104,6 +105,7 @@ class SlashContract:
         self.bot_username = bot_username.lstrip("@").lower() if bot_username else None
         self.catalog = catalog or Catalog()
         self._index = self._build_index()
+        self._candidates: re.Pattern[str] | None = None
 
     def _build_index(self) -> dict[str, list[_Entry]]:
         index: dict[str, dict[tuple[str, ...], _Entry]] = {}
@@ -189,54 +191,72 @@ class SlashContract:
     def build_payload(
         self, text: str, lead: tuple[int, int] | None, command: str | None
     ) -> ComposerInputPayload:
-        spans: list[_Span] = []
+        rows: list[Row] = []  # offsets in code points until _in_utf16
         pos = 0
         if lead is not None and command is not None:
             if lead[0]:
-                spans.append(("text", 0, lead[0], ""))
-            spans.append(("slash_command", lead[0], lead[1], command))
+                rows.append(("text", 0, lead[0], text[: lead[0]], None))
+            rows.append(("slash_command", lead[0], lead[1], text[lead[0] : lead[1]], command))
             pos = lead[1]
         if pos < len(text):
-            self._scan_inline(text, pos, spans)
-        return ComposerInputPayload.model_validate(
-            {"source": text, "nodes": _to_nodes(text, spans)}
-        )
+            self._scan_inline(text, pos, rows)
+        if has_astral(text):
+            rows = _in_utf16(text, rows)
+        return ComposerInputPayload(source=text, nodes=Nodes(rows))
 
-    def _scan_inline(self, text: str, pos: int, spans: list[_Span]) -> None:
+    def _candidate_pattern(self) -> re.Pattern[str]:
+        """Tokens that may be nodes: a known command's first word (any case, trailing
+        punctuation allowed) or a reference. A superset of what ``_inline_node`` takes, so
+        that it is called for few tokens besides the nodes themselves.
+        """
+        if self._candidates is None:
+            words = sorted(self._index, key=len, reverse=True)
+            if all(word.isascii() for word in words):  # re's case folding equals .lower()
+                names = "|".join(re.escape(word) for word in words)
+                punct = re.escape(_TRAILING_PUNCT)
+                slash = f"/(?<!\\S/)(?i:{names})[{punct}]*(?!\\S)" if words else ""
+                self._candidates = re.compile(f"{slash}|{_REFERENCE}" if slash else _REFERENCE)
+            else:
+                self._candidates = _CANDIDATE
+        return self._candidates
+
+    def _scan_inline(self, text: str, pos: int, rows: list[Row]) -> None:
         """Appends nodes covering text[pos:]: known /commands and @kind: references."""
         text_start = pos
         if "/" in text or "@" in text:
-            for match in _CANDIDATE.finditer(text, pos):
+            for match in self._candidate_pattern().finditer(text, pos):
                 found = self._inline_node(text, match.start(), match.end())
                 if found is None:
                     continue
                 start, end = found[1], found[2]
                 if start > text_start:
-                    spans.append(("text", text_start, start, ""))
-                spans.append(found)
+                    rows.append(("text", text_start, start, text[text_start:start], None))
+                rows.append(found)
                 text_start = end
         if text_start < len(text):
-            spans.append(("text", text_start, len(text), ""))
+            rows.append(("text", text_start, len(text), text[text_start:], None))
 
-    def _inline_node(self, text: str, start: int, end: int) -> _Span | None:
+    def _inline_node(self, text: str, start: int, end: int) -> Row | None:
         first = text[start]
         if first == "/":
             token = text[start + 1 : end]
             stripped = token.rstrip(_TRAILING_PUNCT)
             for words, command, _ in self._index.get(stripped.lower(), ()):
                 if not words:
-                    return ("slash_command", start, start + 1 + len(stripped), command.name)
+                    stop = start + 1 + len(stripped)
+                    return ("slash_command", start, stop, text[start:stop], command.name)
                 # A multi-word name continues only after a bare first word.
                 stop = _match_words(text, end, words, tail=True) if stripped == token else -1
                 if stop >= 0:
-                    return ("slash_command", start, stop, command.name)
+                    return ("slash_command", start, stop, text[start:stop], command.name)
             return None
         if first == "@":
             for prefix in _REFERENCES:
                 if text.startswith(prefix, start):
                     value = text[start + len(prefix) : end].rstrip(_TRAILING_PUNCT)
                     if value:
-                        return (prefix[1:-1], start, start + len(prefix) + len(value), value)
+                        stop = start + len(prefix) + len(value)
+                        return (prefix[1:-1], start, stop, text[start:stop], value)
         return None
 
 
@@ -261,20 +281,20 @@ def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False
     return pos
 
 
-def _to_nodes(text: str, spans: list[_Span]) -> list[dict[str, object]]:
-    """Node dicts with UTF-16 offsets; validated in one call by the payload model (in Rust)."""
-    astral = has_astral(text)
-    nodes: list[dict[str, object]] = []
-    offset = 0
-    for kind, start, end, value in spans:
-        raw = text[start:end]
-        if astral:
-            u_start, offset = offset, offset + utf16_len(raw)
-            u_end = offset
-        else:
-            u_start, u_end = start, end
-        node: dict[str, object] = {"kind": kind, "start": u_start, "end": u_end, "raw": raw}
-        if kind != "text":
-            node["path" if kind == "file" else "name"] = value
-        nodes.append(node)
-    return nodes
+def _in_utf16(text: str, rows: list[Row]) -> list[Row]:
+    """Rows with UTF-16 offsets: a code point offset plus the astral characters before it,
+    counted in one walk along the (ordered) rows.
+    """
+    astral = [match.start() for match in ASTRAL.finditer(text)]
+    converted: list[Row] = []
+    seen, count = 0, len(astral)  # seen: astral characters before the previous row's end
+    for kind, start, end, raw, value in rows:
+        if seen and astral[seen - 1] >= start:  # this row starts inside the previous one
+            seen = bisect_left(astral, start)
+        while seen < count and astral[seen] < start:
+            seen += 1
+        u_start = start + seen
+        while seen < count and astral[seen] < end:
+            seen += 1
+        converted.append((kind, u_start, end + seen, raw, value))
+    return converted

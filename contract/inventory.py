@@ -16,7 +16,8 @@ class CommandRegistry:
 
     def __init__(self, static: Iterable[Command] = ()) -> None:
         self._static: dict[str, Command] = {
-            c.name.lower(): c.model_copy(update={"source": "static"}) for c in static
+            c.name.lower(): c if c.source == "static" else c.model_copy(update={"source": "static"})
+            for c in static
         }
         self._dynamic: dict[str, Command] = {}
         self._effective: tuple[Command, ...] = tuple(self._static.values())

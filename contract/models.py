@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 CommandSource = Literal["static", "dynamic", "runtime", "gateway"]
 
@@ -69,11 +79,143 @@ ComposerNode = Annotated[
 ]
 
 
+# One node before it is a model: (kind, start, end, raw, name or path; None for text).
+Row = tuple[str, int, int, str, str | None]
+_VALUE_KEY = {"slash_command": "name", "file": "path", "symbol": "name", "branch": "name"}
+_NODE_MODELS: TypeAdapter[tuple[ComposerNode, ...]] = TypeAdapter(tuple[ComposerNode, ...])
+
+
+class Nodes(Sequence[ComposerNode]):
+    """``payload.nodes``: an immutable sequence of node models, made from plain rows on
+    first use. A message of 1 MiB can hold tens of thousands of nodes; the gateway only
+    dumps them (for a runtime, for the wire), which goes straight from the rows: nobody
+    pays for node models nobody reads. Compares equal to the tuple of its models.
+    """
+
+    __slots__ = ("_models", "rows")
+
+    def __init__(self, rows: Sequence[Row] = (), models: tuple[ComposerNode, ...] | None = None):
+        self.rows: tuple[Row, ...] = tuple(rows) if models is None else _rows(models)
+        self._models = models
+
+    @classmethod
+    def of(cls, models: Sequence[ComposerNode]) -> Nodes:
+        return cls(models=tuple(models))
+
+    def models(self) -> tuple[ComposerNode, ...]:
+        if self._models is None:
+            self._models = _NODE_MODELS.validate_python(self.dump())
+        return self._models
+
+    def dump(self) -> list[dict[str, Any]]:
+        """The nodes as ``model_dump`` gives them (no node has a None field to exclude)."""
+        return [
+            {"kind": kind, "start": start, "end": end, "raw": raw}
+            if value is None
+            else {"kind": kind, "start": start, "end": end, "raw": raw, _VALUE_KEY[kind]: value}
+            for kind, start, end, raw, value in self.rows
+        ]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> ComposerNode: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ComposerNode, ...]: ...
+    def __getitem__(self, index: int | slice) -> ComposerNode | tuple[ComposerNode, ...]:
+        return self.models()[index]
+
+    def __iter__(self) -> Iterator[ComposerNode]:
+        return iter(self.models())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Nodes):
+            return self.rows == other.rows
+        if isinstance(other, (tuple, list)):
+            return self.models() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.rows)
+
+    def __repr__(self) -> str:
+        return repr(self.models())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Nodes, (self.rows,))
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        models = handler.generate_schema(tuple[ComposerNode, ...])
+        return core_schema.union_schema(
+            [
+                core_schema.is_instance_schema(cls),
+                core_schema.no_info_after_validator_function(cls.of, models),
+            ],
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                _dump_nodes, return_schema=_DUMPED
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # Documented as the tuple of node models it validates and dumps as.
+        assert schema["type"] == "union"
+        return handler(schema["choices"][1])
+
+
+def node_rows(nodes: Sequence[ComposerNode]) -> tuple[Row, ...]:
+    """The rows of ``payload.nodes``, also of a payload made with ``model_construct``."""
+    return nodes.rows if isinstance(nodes, Nodes) else _rows(nodes)
+
+
+def _rows(models: Sequence[ComposerNode]) -> tuple[Row, ...]:
+    return tuple(
+        (n.kind, n.start, n.end, n.raw, None if isinstance(n, TextNode) else _value(n))
+        for n in models
+    )
+
+
+def _value(node: ComposerNode) -> str:
+    return node.path if isinstance(node, FileNode) else node.name  # type: ignore[union-attr]
+
+
+def _dump_nodes(nodes: Nodes | Sequence[ComposerNode]) -> tuple[dict[str, Any], ...]:
+    return tuple(Nodes(node_rows(nodes)).dump())
+
+
+def _field(schema: core_schema.CoreSchema, required: bool = True) -> core_schema.TypedDictField:
+    return core_schema.typed_dict_field(schema, required=required)
+
+
+# What a dump of the nodes is, typed, so that pydantic's pass over it is a quick one.
+_DUMPED = core_schema.tuple_schema(
+    [
+        core_schema.typed_dict_schema(
+            {
+                "kind": _field(core_schema.str_schema()),
+                "start": _field(core_schema.int_schema()),
+                "end": _field(core_schema.int_schema()),
+                "raw": _field(core_schema.str_schema()),
+                "name": _field(core_schema.str_schema(), required=False),
+                "path": _field(core_schema.str_schema(), required=False),
+            }
+        )
+    ],
+    variadic_item_index=0,
+)
+
+
 class ComposerInputPayload(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source: str
-    nodes: tuple[ComposerNode, ...] | None = None
+    nodes: Nodes | None = None
 
 
 class ComposerInputMessage(BaseModel):

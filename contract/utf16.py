@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that take two UTF-16 units
+
 
 def has_astral(text: str) -> bool:
     """True when some character needs a surrogate pair (so code points != UTF-16 units)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .models import ComposerInputPayload, SlashCommandNode, TextNode
-from .utf16 import has_astral, utf16_len, utf16_slice
+from .models import ComposerInputPayload, Nodes, Row, node_rows
+from .utf16 import has_astral
 
 STRICT_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _VALUE_FIELD = {"file": "path", "symbol": "name", "branch": "name", "slash_command": "name"}
@@ -32,40 +32,45 @@ def composer_input_problems(payload: Any, *, strict_names: bool = True) -> list[
         return []
     if not isinstance(nodes, list):
         return ["payload.nodes must be an array"]
-    # Without astral characters UTF-16 offsets are code point offsets: slice directly.
-    astral = has_astral(source)
-    length = utf16_len(source) if astral else len(source)
+    # Without astral characters UTF-16 offsets are code point offsets: slice directly. With
+    # them, the source is encoded once and each node's raw compared with its slice of that.
+    units = source.encode("utf-16-le", "surrogatepass") if has_astral(source) else None
+    length = len(source) if units is None else len(units) // 2
     problems: list[str] = []
     previous_end = 0
     for i, node in enumerate(nodes):
-        where = f"nodes[{i}]"
         if not isinstance(node, dict):
-            problems.append(f"{where} must be an object")
+            problems.append(f"nodes[{i}] must be an object")
             continue
         kind = node.get("kind")
         if kind != "text" and kind not in _VALUE_FIELD:
-            problems.append(f"{where}.kind {kind!r} is not a known node kind")
+            problems.append(f"nodes[{i}].kind {kind!r} is not a known node kind")
             continue
         start, end, raw = node.get("start"), node.get("end"), node.get("raw")
         # bool is an int subclass, and JSON true is no offset.
         if type(start) is not int or type(end) is not int:
-            problems.append(f"{where}.start and .end must be integers")
+            problems.append(f"nodes[{i}].start and .end must be integers")
             continue
         if not 0 <= start <= end <= length:
-            problems.append(f"{where} span {start}..{end} is outside 0..{length}")
+            problems.append(f"nodes[{i}] span {start}..{end} is outside 0..{length}")
             continue
-        if raw != (utf16_slice(source, start, end) if astral else source[start:end]):
-            problems.append(f"{where}.raw does not equal source.slice({start}, {end})")
+        if raw != (
+            source[start:end]
+            if units is None
+            else units[2 * start : 2 * end].decode("utf-16-le", "surrogatepass")
+        ):
+            problems.append(f"nodes[{i}].raw does not equal source.slice({start}, {end})")
         if start < previous_end:
-            problems.append(f"{where} overlaps or precedes the node before it")
-        previous_end = max(previous_end, end)
+            problems.append(f"nodes[{i}] overlaps or precedes the node before it")
+        if end > previous_end:
+            previous_end = end
         field = _VALUE_FIELD.get(kind)
         if field is not None:
             value = node.get(field)
             if not isinstance(value, str) or not value:
-                problems.append(f"{where}.{field} must be a non-empty string")
+                problems.append(f"nodes[{i}].{field} must be a non-empty string")
             elif kind == "slash_command" and strict_names and not STRICT_NAME.fullmatch(value):
-                problems.append(f"{where}.name {value!r} does not match {STRICT_NAME.pattern}")
+                problems.append(f"nodes[{i}].name {value!r} does not match {STRICT_NAME.pattern}")
     return problems
 
 
@@ -79,16 +84,33 @@ def check_composer_input(payload: Any, *, strict_names: bool = True) -> Composer
 
 def strict_payload(payload: ComposerInputPayload) -> ComposerInputPayload:
     """Send as text every slash_command whose name a strict runtime would refuse."""
-    if not payload.nodes or all(
-        n.kind != "slash_command" or STRICT_NAME.fullmatch(n.name) for n in payload.nodes
+    nodes = payload.nodes
+    if not nodes:
+        return payload
+    rows = node_rows(nodes)
+    if all(
+        kind != "slash_command" or STRICT_NAME.fullmatch(value or "") for kind, *_, value in rows
     ):
         return payload
-    merged: list[Any] = []
-    for node in payload.nodes:
-        if isinstance(node, SlashCommandNode) and not STRICT_NAME.fullmatch(node.name):
-            node = TextNode(start=node.start, end=node.end, raw=node.raw)
-        if merged and node.kind == "text" and merged[-1].kind == "text":
-            last = merged.pop()
-            node = TextNode(start=last.start, end=node.end, raw=last.raw + node.raw)
-        merged.append(node)
-    return ComposerInputPayload(source=payload.source, nodes=tuple(merged))
+    merged: list[Row] = []
+    run: list[str] = []  # raws of the text run being merged, joined once (linear)
+    for row in rows:
+        kind, start, end, raw, value = row
+        if kind == "slash_command" and not STRICT_NAME.fullmatch(value or ""):
+            kind, value = "text", None
+        if kind == "text" and merged and merged[-1][0] == "text":
+            run.append(raw)
+            merged[-1] = ("text", merged[-1][1], end, "", None)
+            continue
+        _close_run(merged, run)
+        run = [raw] if kind == "text" else []
+        merged.append((kind, start, end, raw, value))
+    _close_run(merged, run)
+    return ComposerInputPayload(source=payload.source, nodes=Nodes(merged))
+
+
+def _close_run(merged: list[Row], run: list[str]) -> None:
+    """Give the last merged text node the raws of its run."""
+    if len(run) > 1:
+        kind, start, end, _, value = merged[-1]
+        merged[-1] = (kind, start, end, "".join(run), value)

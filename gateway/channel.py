@@ -9,6 +9,8 @@ from aiohttp import web
 if TYPE_CHECKING:
     from .config import Settings
     from .core import Gateway
+    from .inbound import InboundMessage, ReplySink
+    from .state import Entry
 
 
 class Channel:
@@ -26,6 +28,26 @@ class Channel:
 
     async def stop(self) -> None:
         """Stop it; pending deliveries are finished or handed back to the platform."""
+
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        """A journaled input of this channel after a restart: the message and a sink that
+        delivers its reply, or None when it cannot be answered any more.
+        """
+        return None
+
+    async def readiness(self) -> str | None:
+        """None when the channel is connected to its platform (``GET /readyz``); else what
+        is missing. Cheap: called on every readiness probe, answered from what the channel
+        knows already.
+        """
+        return None
+
+    async def check(self) -> str:
+        """Reach the platform once with the configured credentials (``slashgate check``):
+        what was found (the bot's name, the workspace), or raise saying what failed. Called
+        on a channel that was never started.
+        """
+        return "no platform to reach"
 
     def describe(self) -> str:
         return self.name

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
+from importlib.metadata import version
 
 from pydantic import ValidationError
 
+from . import logs
+from .check import check
 from .config import load_settings
-from .runtimes import build_runtime
+from .runtimes import Runtime, build_runtime
 from .server import StartError, serve
+from .validation import describe_validation_error
 
 
 def _port(text: str) -> int:
@@ -23,9 +26,14 @@ def _port(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slashgate", description="A multi-channel bot gateway.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("serve", help="start the gateway")
+    parser = argparse.ArgumentParser(
+        prog="slashgate",
+        description="A sidecar gateway that puts an agent runtime on Telegram, Slack and HTTP.",
+        epilog="Settings: a TOML file (--config) and SLASHGATE_* variables; see README.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"slashgate {version('slashgate')}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("serve", help="start the gateway (Ctrl-C stops it)")
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=_port, help="port to listen on (default 8080; 0 picks one)")
     run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
@@ -35,24 +43,40 @@ def _parser() -> argparse.ArgumentParser:
         "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
     )
     manifest.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    verify = commands.add_parser(
+        "check",
+        help="validate the configuration and reach each platform and the runtime once",
+    )
+    verify.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
+    """The command line; ``runtime`` replaces the configured one (``Bot.run``)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         settings = load_settings(
             args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
         )
+        if args.command == "slack":
+            from channels.slack.manifest import request_url
+
+            request_url(settings)  # refused before any runtime starts
         # A backend checks its own settings when built: a mistake there is configuration too.
-        runtime = build_runtime(settings)
-    except (ValidationError, OSError, ValueError) as exc:
+        runtime = runtime or build_runtime(settings)
+    except ValidationError as exc:
+        print(f"slashgate: bad configuration: {describe_validation_error(exc)}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(settings)
+    if args.command == "check":
+        return asyncio.run(check(settings, runtime))
     if args.command == "serve":
         try:
             asyncio.run(serve(settings, runtime))
@@ -62,6 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "slack":
         from channels.slack.manifest import build_manifest, effective_inventory
 
-        commands = asyncio.run(effective_inventory(settings))
+        commands = asyncio.run(effective_inventory(settings, runtime))
         print(json.dumps(build_manifest(commands, settings), indent=2, ensure_ascii=False))
     return 0

@@ -7,49 +7,81 @@ Fields are flat so that each has one obvious environment name (``telegram_token`
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from contract import Catalog
+
+from .validation import describe_validation_error
+
+ENV_PREFIX = "SLASHGATE_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+RUNTIMES = ("embedded", "acp", "pi", "electric")
+_RUNTIME_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 class Settings(BaseSettings):
     # Errors name the field and the rule, not the input: that may hold tokens and API keys.
     model_config = SettingsConfigDict(
-        env_prefix="SLASHGATE_", extra="forbid", hide_input_in_errors=True
+        env_prefix=ENV_PREFIX, extra="forbid", hide_input_in_errors=True
     )
 
     # server
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
-    log_level: str = "INFO"
+    log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
+    log_format: Literal["text", "json"] = "text"
 
     # core
-    runtime: Literal["embedded", "acp", "pi", "electric"] = "embedded"
+    runtime: str = "embedded"  # embedded, acp, pi, electric or "package.module:name"
     run_timeout: float = Field(120.0, gt=0)
     busy_policy: Literal["queue", "reject", "interrupt"] = "queue"
     max_queue: int = Field(10, ge=0)
     inventory_wait: float = Field(5.0, ge=0)
+    open_timeout: float = Field(120.0, gt=0)  # a runtime session's open; then it is retried
     cancel_grace: float = Field(5.0, gt=0)
     max_sessions: int = Field(10_000, ge=1)
     interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
     catalog: dict[str, str] = {}
+    show_reasoning: Literal["collapsed", "off"] = "collapsed"  # the agent's thoughts in chats
 
-    # state: "sqlite" is the default for the electric runtime (see below)
-    store: Literal["memory", "sqlite"] = "memory"
+    # state: the inbound journal, dedupe, runtime session ids (see docs/reliability.md)
+    store: Literal["memory", "sqlite", "redis"] = "sqlite"
     state_path: Path = Path("slashgate-state.sqlite3")
     memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
+    redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
+    redis_prefix: str = "slashgate:"
+    dedupe_size: int = Field(100_000, ge=1)  # platform ids and Idempotency-Keys remembered
+    dedupe_ttl: float = Field(86_400.0, gt=0)  # seconds: Telegram redelivers for 24 hours
+    recovery: Literal["notify", "rerun"] = "notify"  # a turn cut short by a crash
+    replica_id: str | None = None  # stable name of this process among replicas
+    lease_ttl: float = Field(10.0, gt=0)  # seconds a dead replica's conversations wait
 
     # webhook channel
     webhook_token: SecretStr | None = None
     webhook_max_body: int = Field(1024 * 1024, ge=1)
     idempotency_size: int = Field(10_000, ge=1)
     idempotency_ttl: float = Field(3600.0, gt=0)
+
+    # Slack and Telegram Web API calls: seconds one attempt may take (then it is retried
+    # where the reply must arrive; see docs/reliability.md)
+    platform_timeout: float = Field(30.0, gt=0)
+    # attachments, from every channel (docs/attachments.md)
+    attachment_max_bytes: int = Field(20_000_000, ge=1)  # per file
+    attachment_max_total: int = Field(50_000_000, ge=1)  # all the files of one message
+    attachment_fetch_timeout: float = Field(30.0, gt=0)  # seconds to download one file
+    # Tests only: lets the webhook fetch http:// and loopback/private addresses.
+    attachment_allow_private_urls: bool = False
+    # web chat channel: the page at /chat (it talks to the webhook's /v1 API)
+    webchat: bool = True
 
     # telegram channel
     telegram_token: SecretStr | None = None
@@ -59,6 +91,7 @@ class Settings(BaseSettings):
     telegram_group_text: Literal["mention", "all"] = "mention"
     telegram_webhook_url: str | None = None  # public URL of /telegram/webhook, set at start
     telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
+    telegram_media_group_wait: float = Field(1.0, ge=0)  # seconds an album waits for its items
 
     # slack channel
     slack_bot_token: SecretStr | None = None
@@ -66,7 +99,7 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None
     slack_api_base: str = "https://slack.com/api/"
     slack_umbrella_command: str = "agent"
-    slack_public_url: str = "https://example.invalid"
+    slack_public_url: str | None = None  # the gateway's public base URL, for the manifest
 
     # acp runtime: any Agent Client Protocol agent over stdio
     acp_command: list[str] = []
@@ -92,24 +125,75 @@ class Settings(BaseSettings):
     def _telegram_webhook_has_a_secret(self) -> Settings:
         if self.telegram_token and self.telegram_mode == "webhook" and not self.telegram_secret:
             raise ValueError(
-                "Telegram webhook mode needs SLASHGATE_TELEGRAM_SECRET (the secret_token given "
-                "to setWebhook); or set SLASHGATE_TELEGRAM_MODE=polling"
+                "telegram_secret is not set: Telegram webhook mode needs it "
+                "(SLASHGATE_TELEGRAM_SECRET, the secret_token given to setWebhook); "
+                "or set telegram_mode = polling"
             )
         return self
 
     @model_validator(mode="after")
-    def _electric_state_is_durable(self) -> Settings:
-        # Electric keeps each conversation's stream position and /new count in the store:
-        # unless a store was chosen they go to SQLite (DESIGN.md: the durable default), so
-        # that a restart resumes every stream instead of reading it again from its start.
-        if self.runtime == "electric" and "store" not in self.model_fields_set:
-            self.store = "sqlite"
+    def _channels_are_wholly_set(self) -> Settings:
+        # A half-set channel would be silently off: say which setting is missing instead.
+        # (slack_app_token alone is fine: it is set before the app exists, for its manifest.)
+        slack = ("slack_bot_token", "slack_signing_secret")
+        if any(getattr(self, name) for name in slack):
+            for name in slack:
+                if not getattr(self, name):
+                    raise ValueError(
+                        f"{name} is not set: the Slack channel needs slack_bot_token and "
+                        f"slack_signing_secret (SLASHGATE_{name.upper()})"
+                    )
+        if not self.telegram_token:
+            for name in ("telegram_secret", "telegram_webhook_url"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"{name} is set but telegram_token is not: the Telegram channel needs "
+                        "its bot token (SLASHGATE_TELEGRAM_TOKEN)"
+                    )
+        if self.telegram_webhook_url and self.telegram_mode == "polling":
+            raise ValueError(
+                'telegram_webhook_url is set but telegram_mode is "polling": the URL is for '
+                'webhook mode only; remove it or set telegram_mode = "webhook"'
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _redis_has_a_url(self) -> Settings:
+        if self.store == "redis" and self.redis_url is None:
+            raise ValueError('store = "redis" needs SLASHGATE_REDIS_URL (redis://host:port/db)')
         return self
 
     @field_validator("catalog")
     @classmethod
-    def _catalog_keys_exist(cls, value: dict[str, str]) -> dict[str, str]:
-        Catalog(**value)  # an unknown key is a typo: refuse it at start-up
+    def _catalog_is_valid(cls, value: dict[str, str]) -> dict[str, str]:
+        # An unknown key is a typo, a wrong placeholder a failed reply: refuse both now.
+        try:
+            Catalog(**value)
+        except ValidationError as exc:
+            raise ValueError(describe_validation_error(exc)) from None
+        return value
+
+    @field_validator("slack_public_url")
+    @classmethod
+    def _public_url_is_https(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("https://"):
+            raise ValueError("must be the gateway's public https:// URL (Slack posts only there)")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _log_level_exists(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError("must be one of " + ", ".join(LOG_LEVELS))
+        return value.upper()
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_is_named(cls, value: str) -> str:
+        if value not in RUNTIMES and not _RUNTIME_SPEC.fullmatch(value):
+            raise ValueError(
+                "must be " + ", ".join(RUNTIMES) + ' or "package.module:name" of your own'
+            )
         return value
 
     @classmethod
@@ -136,8 +220,40 @@ def flatten_toml(data: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse a ``SLASHGATE_*`` variable that is no setting (with the closest name) and a
+    list or table setting whose value is not JSON of that shape.
+    """
+    names = {ENV_PREFIX + name.upper(): name for name in Settings.model_fields}
+    known = [*names, ENV_PREFIX + "CONFIG"]
+    for variable, value in environ.items():
+        upper = variable.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            if upper in names:
+                _check_json(variable, value, names[upper])
+            continue
+        close = difflib.get_close_matches(upper, known, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ValueError(f"{variable} is not a setting{hint}")
+
+
+def _check_json(variable: str, value: str, name: str) -> None:
+    shape = get_origin(Settings.model_fields[name].annotation)
+    if shape not in (list, dict):
+        return
+    example = '["a", "b"]' if shape is list else '{"KEY": "value"}'
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, shape):
+        kind = "a list" if shape is list else "a table"
+        raise ValueError(f"{variable} must be {kind} in JSON, e.g. {variable}='{example}'")
+
+
 def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """Settings from ``config`` (or ``SLASHGATE_CONFIG``), the environment, then overrides."""
+    check_environment(os.environ)
     path = config or os.environ.get("SLASHGATE_CONFIG")
     values: dict[str, Any] = {}
     if path:

@@ -3,17 +3,59 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
-from contract import Command, SlashContract
+from contract import Catalog, Command, SlashContract
 
-from .events import SessionUpdated
+from .events import SessionUpdated, UsageReported
+from .host import RESERVED
+from .inventory import hygienic
 from .runtimes.base import Runtime, RuntimeSession, SessionInfo
 
+log = logging.getLogger("slashgate.core")
+
 PERMISSION_WINDOW = 64  # pending permission requests remembered per conversation
+SHARED_CONTRACTS = 256  # distinct inventories whose contract all conversations share
+
+
+class Flag:
+    """``asyncio.Event``'s ``set``/``is_set``/``wait``, allocating nothing until somebody
+    waits: there is one per turn and one per conversation, and an Event's deque is 760 bytes.
+    """
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:  # timed out, cancelled
+                self._waiters.remove(waiter)
 
 
 @dataclass(slots=True)
@@ -22,9 +64,11 @@ class RunState:
     started: float = field(default_factory=time.monotonic)
     parts: list[str] = field(default_factory=list)
     task: asyncio.Task[object] | None = None
+    usage: UsageReported | None = None
+    acted: bool = False  # tools or a plan showed: a turn without text still did something
     stopping: bool = False  # a cancel was asked for: the stream's end means "cancelled"
     forced: bool = False  # the runtime ignored it: the task was cancelled after the grace
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+    done: Flag = field(default_factory=Flag)
 
 
 class Conversation:
@@ -33,36 +77,90 @@ class Conversation:
         key: str,
         runtime: Runtime,
         on_inventory: Callable[[str, tuple[Command, ...]], None],
+        open_timeout: float = 120.0,
+        inventory_wait: float = 5.0,
+        on_open: Callable[[bool], None] | None = None,
     ) -> None:
         self.key = key
         self.runtime = runtime
         self._on_inventory = on_inventory
+        self._open_timeout = open_timeout
+        self._inventory_wait = inventory_wait
+        self._on_open = on_open  # called with True when a session opens again (metrics)
+        self._opened_before = False
         self.info = SessionInfo()
         self.session: RuntimeSession | None = None
-        self.inventory_known = asyncio.Event()
+        self.inventory_known = Flag()
+        self.open_started = 0.0  # loop time the session's (last) open began
+        self.inventory_due = 0.0  # loop time until which inputs wait for the first command list
+        self._opening: asyncio.Task[RuntimeSession] | None = None
         self.run: RunState | None = None
-        self.permissions: OrderedDict[str, None] = OrderedDict()
+        # Pending permission requests: id -> the option ids offered.
+        self.permissions: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self.aliases: dict[str, str] = {}  # inventory name -> the agent's own (hygiene)
+        self.after_cancel = False  # the last turn ended cancelled
         self.users = 0  # inputs being handled right now: never evicted meanwhile
         self._owned = False
-        self._waiters: deque[asyncio.Future[None]] = deque()
-        self._contracts: dict[str | None, SlashContract] = {}
-        self._opening: asyncio.Lock = asyncio.Lock()
+        self._waiters: deque[asyncio.Future[None]] | None = None  # made when one waits
+        # The contract of this conversation's inventory, for one bot username (a
+        # conversation key belongs to one channel, so to one bot).
+        self._contract: tuple[str | None, SlashContract] | None = None
 
     # -- runtime session ------------------------------------------------------------------
 
+    def opening(self) -> asyncio.Task[RuntimeSession]:
+        """The session's open: started on first need in a task of its own and shared by every
+        input that waits for it, so that a runtime slow to open (or one that never does) holds
+        up this conversation's inputs only, each within its own deadline. It gives up after
+        ``open_timeout``; a failed open is forgotten and the next input tries again. Inputs
+        wait for the first command list until ``inventory_due``, ``inventory_wait`` after the
+        open began.
+        """
+        task = self._opening
+        if task is None:
+            loop = asyncio.get_running_loop()
+            self.open_started = loop.time()
+            self.inventory_due = self.open_started + self._inventory_wait
+            task = self._opening = loop.create_task(self._open())
+            task.add_done_callback(self._opened)
+        return task
+
     async def open(self) -> RuntimeSession:
-        async with self._opening:
-            if self.session is None:
-                self.session = await self.runtime.open(self.key, self.apply)
-            return self.session
+        """The open session, waiting for the open (which this caller's cancel leaves going)."""
+        return await asyncio.shield(self.opening())
+
+    async def _open(self) -> RuntimeSession:
+        async with asyncio.timeout(self._open_timeout):
+            session = await self.runtime.open(self.key, self.apply)
+        self.session = session
+        if self._on_open is not None:
+            self._on_open(self._opened_before)
+        self._opened_before = True
+        return session
+
+    def _opened(self, task: asyncio.Task[RuntimeSession]) -> None:
+        if task.cancelled():  # by reset, which forgot it already
+            return
+        exc = task.exception()  # retrieved here: the inputs that waited may all have left
+        if exc is None:
+            return
+        if self._opening is task:
+            self._opening = None
+        if isinstance(exc, TimeoutError):
+            log.warning("no runtime session for %s after %ss", self.key, self._open_timeout)
+        else:
+            log.error("cannot open a runtime session for %s", self.key, exc_info=exc)
 
     def apply(self, update: SessionUpdated) -> None:
         """Merge a runtime's SessionUpdated; drops cached contracts when the inventory changed."""
+        if update.commands is not None:
+            commands, self.aliases = hygienic(update.commands, RESERVED)
+            update = replace(update, commands=commands)
         if self.info.apply(update):
-            self._contracts.clear()
+            self._contract = None
             self._on_inventory(self.key, self.info.commands or ())
         elif update.modes is not None:
-            self._contracts.clear()  # /mode is a host command only while there are modes
+            self._contract = None  # /mode is a host command only while there are modes
         if self.info.commands is not None:
             self.inventory_known.set()
 
@@ -70,28 +168,42 @@ class Conversation:
         """Close the runtime session (``forget``: for good, ``/new``); the next input opens
         a session again.
         """
+        opening, self._opening = self._opening, None
+        if opening is not None and not opening.done():
+            opening.cancel()
+            await asyncio.wait({opening})  # the runtime's own clean-up of a half-open session
         session, self.session = self.session, None
         self.info = SessionInfo()
-        self.inventory_known = asyncio.Event()
-        self._contracts.clear()
+        self.inventory_known = Flag()
+        self._contract = None
         self.permissions.clear()
+        self.after_cancel = False  # a new session owes nothing to the old one's cancel
         if session is not None:
             await (session.reset() if forget else session.close())
 
     def contract(
-        self, base: SlashContract, host: tuple[Command, ...], bot_username: str | None
+        self,
+        base: SlashContract,
+        host: Callable[[], tuple[Command, ...]],
+        bot_username: str | None,
+        known: tuple[Command, ...] = (),
     ) -> SlashContract:
-        cached = self._contracts.get(bot_username)
-        if cached is None:
-            cached = SlashContract(
-                commands=self.info.commands or (),
-                interactive_only=base.interactive_only,
-                host_commands=host,
-                bot_username=bot_username,
-                catalog=base.catalog,
+        """The contract of this conversation's inventory; ``host`` gives the host commands
+        (asked only when the cached contract is out of date). Until its session reports
+        commands, the runtime's ``known`` ones (its menu) stand in, and nothing is cached.
+        """
+        commands = self.info.commands
+        if commands is None:
+            return _shared_contract(
+                known, base.interactive_only, host(), bot_username, base.catalog
             )
-            self._contracts[bot_username] = cached
-        return cached
+        cached = self._contract
+        if cached is None or cached[0] != bot_username:
+            contract = _shared_contract(
+                commands, base.interactive_only, host(), bot_username, base.catalog
+            )
+            cached = self._contract = (bot_username, contract)
+        return cached[1]
 
     # -- the run slot: one run at a time, FIFO ---------------------------------------------
 
@@ -101,7 +213,7 @@ class Conversation:
 
     @property
     def queued(self) -> int:
-        return len(self._waiters)
+        return len(self._waiters) if self._waiters else 0
 
     def try_acquire(self) -> bool:
         if self.busy:
@@ -113,6 +225,8 @@ class Conversation:
         if self.try_acquire():
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = deque()
         if front:
             self._waiters.appendleft(waiter)
         else:
@@ -122,7 +236,7 @@ class Conversation:
         except BaseException:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # ownership was handed over as we were cancelled: pass it on
-            elif waiter in self._waiters:  # release() may have dropped it already
+            elif self._waiters and waiter in self._waiters:  # release() may have dropped it
                 self._waiters.remove(waiter)
             raise
 
@@ -132,9 +246,30 @@ class Conversation:
             if not waiter.done():
                 waiter.set_result(None)  # ownership passes straight to the next in line
                 return
+        self._waiters = None
         self._owned = False
 
-    def remember_permission(self, request_id: str) -> None:
-        self.permissions[request_id] = None
+    def remember_permission(self, request_id: str, options: frozenset[str]) -> None:
+        self.permissions[request_id] = options
         while len(self.permissions) > PERMISSION_WINDOW:
             self.permissions.popitem(last=False)
+
+
+@lru_cache(maxsize=SHARED_CONTRACTS)
+def _shared_contract(
+    commands: tuple[Command, ...],
+    interactive_only: frozenset[str],
+    host: tuple[Command, ...],
+    bot_username: str | None,
+    catalog: Catalog,
+) -> SlashContract:
+    """One contract per distinct inventory: most conversations have the runtime's, and a
+    contract's indexes are bigger than the rest of an idle conversation.
+    """
+    return SlashContract(
+        commands=commands,
+        interactive_only=interactive_only,
+        host_commands=host,
+        bot_username=bot_username,
+        catalog=catalog,
+    )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, cast
 
 from contract import (
@@ -18,6 +20,8 @@ from contract import (
     strict_payload,
 )
 
+from . import logs
+from .attachments import FILES_NOT_SENT
 from .config import Settings
 from .conversation import Conversation, RunState
 from .events import (
@@ -25,17 +29,31 @@ from .events import (
     MessageDelta,
     MessageEnd,
     PermissionRequired,
+    PlanUpdated,
+    RuntimeEvent,
     SessionUpdated,
+    StatusChanged,
+    ToolStart,
+    UsageReported,
 )
-from .host import HOST_COMMANDS, HostCommand
+from .host import HOST_COMMANDS, RESERVED, HostCommand, Labeler
 from .inbound import InboundMessage, Outcome, Reply, ReplySink
-from .runtimes.base import Runtime, RuntimeSession, SessionInfo, Turn
+from .inventory import hygienic, unalias
+from .journal import Held, Journal, replica_name, reply_from, reply_record
+from .metrics import Metrics
+from .runtimes.base import Runtime, SessionInfo, Turn
+from .state import Entry, StateStore, StoreUnavailable, TimedStore, open_store
 from .tasks import BackgroundTasks
 
 log = logging.getLogger("slashgate.core")
 
 InventoryListener = Callable[[tuple[Command, ...]], Awaitable[None] | None]
 ConversationListener = Callable[[str, tuple[Command, ...]], Awaitable[None] | None]
+# A channel's way back to a journaled input after a restart: the message and where its reply
+# goes, or None when the input is not for this gateway after all.
+Recoverer = Callable[[Entry], Awaitable[tuple[InboundMessage, ReplySink] | None]]
+
+RESTARTED = "the gateway restarted while it was running, so it did not finish; send it again"
 
 _STOP_NOTES = {
     "cancelled": "_(cancelled)_",
@@ -43,12 +61,25 @@ _STOP_NOTES = {
     "max_tokens": "_(reply cut short: the agent hit its token limit)_",
     "max_turn_requests": "_(reply cut short: the agent hit its request limit)_",
 }
+# Some agents (claude-agent-acp) answer the first prompt after a cancel with an empty turn.
+EMPTY_AFTER_CANCEL = (
+    "The agent returned nothing (its previous turn had just been cancelled). "
+    "Send your message again."
+)
 
 
 class Gateway:
-    def __init__(self, settings: Settings, runtime: Runtime) -> None:
+    def __init__(
+        self, settings: Settings, runtime: Runtime, store: StateStore | None = None
+    ) -> None:
         self.settings = settings
         self.runtime = runtime
+        self.metrics = Metrics()
+        self.store = TimedStore(store or open_store(settings), self.metrics.store_observer("state"))
+        self.journal = Journal(
+            self.store, replica_name(settings.replica_id), settings.dedupe_ttl, settings.lease_ttl
+        )
+        self._recoverers: dict[str, Recoverer] = {}
         self._base = SlashContract(
             interactive_only=settings.interactive_only,
             catalog=Catalog(**settings.catalog),
@@ -59,6 +90,13 @@ class Gateway:
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
         self._background = BackgroundTasks()
         self.closing = False
+        self._closed = asyncio.Event()  # set with ``closing``: inputs stop waiting for a session
+        self.labelers: dict[str, Labeler] = {}  # channel name -> its spelling of commands
+        self.metrics.watch(
+            lambda: sum(c.queued for c in self._conversations.values()),
+            lambda: sum(c.run is not None for c in self._conversations.values()),
+        )
+        runtime.observe_store(self.metrics.store_observer("runtime"))
 
     @property
     def catalog(self) -> Catalog:
@@ -67,26 +105,125 @@ class Gateway:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self.store.open()
+        await self.store.ping()
+        if self.journal.shared:
+            await self.journal.beat()
+        self.runtime.use_store(self.store)
         await self.runtime.start()
         static = await self.runtime.static_commands()
         if static is not None:
-            self._inventory_changed(static)
+            self._inventory_changed(hygienic(static, RESERVED)[0])
+
+    async def readiness(self) -> str | None:
+        """None when the runtime can open sessions now; else why not (``GET /readyz``)."""
+        if self.closing:
+            return "the gateway is shutting down"
+        return await self.runtime.readiness()
+
+    def recoverable(self, channel: str, recoverer: Recoverer) -> None:
+        """A channel's recoverer of its journaled inputs (see ``recover``)."""
+        self._recoverers[channel] = recoverer
+
+    async def recover(self) -> None:
+        """Finish what a crash left in the journal (once the channels can deliver): run what
+        was received, tell the users whose turn was cut short, deliver the replies made but
+        not sent. With a shared store, keep doing so for replicas that die.
+        """
+        await self._recover(starting=True)
+        if self.journal.shared:
+            self._background.spawn(self._watch_replicas(), name="slashgate-replicas")
+
+    async def _watch_replicas(self) -> None:
+        while not self.closing:
+            await asyncio.sleep(self.settings.lease_ttl / 3)
+            try:
+                await self.journal.beat()
+                await self._recover(starting=False)
+            except StoreUnavailable as exc:
+                log.warning("replica watch: %s", exc)
+
+    async def _recover(self, starting: bool) -> None:
+        conversations: dict[str, list[Entry]] = {}
+        for entry in await self.journal.orphans(starting):
+            conversations.setdefault(entry.conversation, []).append(entry)
+        if conversations:
+            log.info(
+                "journal: recovering %d inputs in %d conversations",
+                sum(map(len, conversations.values())),
+                len(conversations),
+            )
+        for entries in conversations.values():
+            self._background.spawn(self._recover_in_order(entries))
+
+    async def _recover_in_order(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            try:
+                await self._recover_one(entry)
+            except Exception:
+                log.exception("journal: recovering %s failed", entry.id)
+
+    async def _recover_one(self, orphan: Entry) -> None:
+        entry = await self.journal.adopt(orphan) if self.journal.shared else orphan
+        if entry is None:
+            return  # another replica took it
+        recoverer = self._recoverers.get(entry.channel)
+        restored = await recoverer(entry) if recoverer is not None else None
+        if restored is None:
+            log.warning("journal: input %s of %s cannot be recovered", entry.id, entry.channel)
+            await self.journal.finish(entry)
+            return
+        message, sink = restored
+        try:
+            if entry.state == "running" and self.settings.recovery == "rerun":
+                entry.state = "received"
+            if entry.state == "received":
+                await self.handle(message, sink, entry)
+                return
+            result = self._host_contract(message.bot_username).classify(message.text)
+            if entry.state == "answered" and entry.reply is not None:
+                reply = reply_from(entry.reply)
+            else:
+                reply = self._failure("generic", entry.command, RESTARTED)
+            await self._finish(sink, result, None, reply, entry)
+        finally:
+            await sink.aclose()
+
+    async def accept(
+        self,
+        channel: str,
+        conversation: str,
+        body: dict[str, Any],
+        claim: str | None = None,
+        value: Any = 1,
+    ) -> Entry | None:
+        """Journal an input before its platform is acknowledged (see ``Journal.append``):
+        None for a redelivery; StoreUnavailable means acknowledge nothing (answer 503).
+        """
+        return await self.journal.append(channel, f"{channel}:{conversation}", body, claim, value)
 
     async def stop_runs(self) -> None:
         """Shutting down: refuse new input and cancel every running turn, so that each user
         gets the cancelled reply while the channels can still deliver it.
         """
         self.closing = True
+        self._closed.set()
         await asyncio.gather(*(self.stop_run(c) for c in list(self._conversations.values())))
 
     async def stop(self) -> None:
         self.closing = True
-        for conv in list(self._conversations.values()):
-            await self.stop_run(conv)
-            await conv.reset()
+        self._closed.set()
+        conversations = list(self._conversations.values())
         self._conversations.clear()
+        # All at once: one stuck conversation must not hold up the others' shutdown.
+        await asyncio.gather(*(self._close(conv) for conv in conversations))
         await self._background.drain(self.settings.cancel_grace)  # evicted sessions close
         await self.runtime.stop()
+        await self.store.close()
+
+    async def _close(self, conv: Conversation) -> None:
+        await self.stop_run(conv)
+        await conv.reset()
 
     # -- inventory ------------------------------------------------------------------------
 
@@ -117,7 +254,8 @@ class Gateway:
         except _OpenFailed:
             return self.menu() or self.host_commands()
         conv.users -= 1
-        return self.host_commands(conv.info) + (conv.info.commands or ())
+        known = conv.info.commands if conv.info.commands is not None else self.inventory
+        return self.host_commands(conv.info) + (known or ())
 
     def subscribe_conversation(self, listener: ConversationListener) -> None:
         """Called with (conversation key, its effective inventory) whenever that
@@ -149,38 +287,101 @@ class Gateway:
 
     # -- conversations --------------------------------------------------------------------
 
-    async def _use(self, key: str) -> Conversation:
-        """The conversation for ``key``, its session open, marked in use (never evicted
-        meanwhile): the caller must ``conv.users -= 1`` when done.
+    async def _use(self, key: str, message: InboundMessage | None = None) -> Conversation:
+        """The conversation for ``key``, its session open (or given up waiting for), marked in
+        use (never evicted meanwhile): the caller must ``conv.users -= 1`` when done.
         """
         conv = self._conversations.get(key)
         if conv is None:
-            conv = Conversation(key, self.runtime, self._conversation_inventory)
+            settings = self.settings
+            conv = Conversation(
+                key,
+                self.runtime,
+                self._conversation_inventory,
+                settings.open_timeout,
+                settings.inventory_wait,
+                self._session_opened,
+            )
             self._conversations[key] = conv
         else:
             self._conversations.move_to_end(key)
         conv.users += 1
         try:
             self._evict()
-            if conv.session is None:
-                await self._open(conv)
+            if conv.session is None or not conv.inventory_known.is_set():
+                await self._ready(conv, message)
         except BaseException:
             conv.users -= 1
             raise
         return conv
 
-    async def _open(self, conv: Conversation) -> RuntimeSession:
+    async def _ready(self, conv: Conversation, message: InboundMessage | None) -> None:
+        """Wait for the session and its first command list until ``conv.inventory_due``:
+        then the input is classified with what is known, and a turn waits for the session
+        within its own deadline (``_run``). A gateway command does not wait for a session
+        still opening. An open that failed is ``_OpenFailed``.
+        """
+        loop = asyncio.get_running_loop()
+        opening = conv.opening()
+        if message is not None and not opening.done() and self._for_gateway(message):
+            return
+        if not opening.done() and conv.inventory_due > loop.time():
+            await self._until(opening, conv.inventory_due)
+            if not opening.done():
+                log.warning("the session of %s is still opening: going on without it", conv.key)
+        if opening.done() and not opening.cancelled() and opening.exception() is not None:
+            raise _OpenFailed(_open_error(opening.exception()))
+        due = conv.inventory_due
+        if conv.session is None or conv.inventory_known.is_set() or due <= loop.time():
+            return
+        known = asyncio.ensure_future(conv.inventory_known.wait())
         try:
-            session = await conv.open()
+            await self._until(known, due)
+        finally:
+            known.cancel()
+        if not conv.inventory_known.is_set():
+            log.warning("no command inventory from the runtime for %s yet", conv.key)
+
+    def _for_gateway(self, message: InboundMessage) -> bool:
+        return self._host_contract(message.bot_username).classify(message.text).source == (
+            "gateway"
+        )
+
+    async def _until(self, waited: asyncio.Future[Any], due: float) -> None:
+        """Wait for ``waited`` until loop time ``due``, or until shutdown begins."""
+        timeout = due - asyncio.get_running_loop().time()
+        if self._closed.is_set() or timeout <= 0:
+            return
+        closed = asyncio.ensure_future(self._closed.wait())
+        try:
+            await asyncio.wait(
+                (waited, closed), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            closed.cancel()
+
+    async def _session(self, conv: Conversation, deadline: asyncio.Timeout) -> None:
+        """Wait for the conversation's open, at most ``run_timeout`` from when it began (so a
+        stuck open is the timeout text that long after the input that started it); once
+        open, the turn has its whole ``run_timeout``. The deadline leaves the open going:
+        other inputs share it, and it has a deadline of its own.
+        """
+        opening = conv.opening()
+        run_timeout = self.settings.run_timeout
+        deadline.reschedule(conv.open_started + run_timeout)
+        try:
+            await asyncio.shield(opening)
+            deadline.reschedule(asyncio.get_running_loop().time() + run_timeout)
+        except asyncio.CancelledError:
+            if not opening.cancelled():
+                raise  # this turn's deadline, or its cancel
+            raise _OpenFailed("the session was closed while it opened") from None
         except Exception as exc:
-            log.exception("cannot open a runtime session for %s", conv.key)
-            raise _OpenFailed(str(exc) or type(exc).__name__) from exc
-        if not conv.inventory_known.is_set() and self.settings.inventory_wait:
-            try:
-                await asyncio.wait_for(conv.inventory_known.wait(), self.settings.inventory_wait)
-            except TimeoutError:
-                log.warning("no command inventory from the runtime for %s yet", conv.key)
-        return session
+            self.metrics.runtime_crashed(self.runtime.name, "open")
+            raise _OpenFailed(_open_error(exc)) from exc
+
+    def _session_opened(self, again: bool) -> None:
+        self.metrics.session_opened(self.runtime.name, again)
 
     def _evict(self) -> None:
         while len(self._conversations) > self.settings.max_sessions:
@@ -196,7 +397,7 @@ class Gateway:
 
     async def classify(self, message: InboundMessage) -> Classification:
         try:
-            conv = await self._use(message.key)
+            conv = await self._use(message.key, message)
         except _OpenFailed:
             return self._host_contract(message.bot_username).classify(message.text)
         conv.users -= 1
@@ -212,42 +413,100 @@ class Gateway:
         )
 
     def _contract(self, conv: Conversation, bot_username: str | None) -> SlashContract:
-        return conv.contract(self._base, self.host_commands(conv.info), bot_username)
+        return conv.contract(
+            self._base, lambda: self.host_commands(conv.info), bot_username, self.inventory or ()
+        )
 
-    async def handle(self, message: InboundMessage, sink: ReplySink | None = None) -> Outcome:
-        """Run one input through the contract and, if it may run, the runtime."""
-        sink = sink or ReplySink()
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None
+    ) -> Outcome:
+        """Run one input through the contract and, if it may run, the runtime. ``entry`` is
+        its journal entry (``accept``), dropped once the reply is delivered.
+        """
+        started = time.monotonic()
+        bound = logs.bind(
+            channel=message.channel,
+            conversation=message.conversation,
+            message_id=message.message_id,
+        )
+        try:
+            outcome = await self._take(message, sink or ReplySink(), entry)
+            _log_turn(message, outcome, time.monotonic() - started)
+        finally:
+            logs.reset(bound)
+        self.metrics.handled(message.channel, outcome)
+        return outcome
+
+    async def preview(self, message: InboundMessage) -> Outcome:
+        """What ``handle`` would do with ``message``, running nothing: the rejection it would
+        reply (``reply``), or the composer_input it would forward (``forwarded``; None for
+        gateway commands and input for another bot). Busy and failures cannot be foreseen.
+        """
+        result = await self.classify(message)
+        if result.for_other_bot:
+            return Outcome(result, None, None)
+        rejection = self._rejection(result)
+        if rejection is not None or result.source == "gateway":
+            return Outcome(result, None, rejection)
+        return Outcome(result, self._composer_input(result), None)
+
+    def _rejection(self, result: Classification) -> Reply | None:
+        """The reply ``handle`` gives input that must not run; None when it may run."""
+        text = self._base.rejection(result)
+        if text is None:
+            return None
+        category = cast(Category, result.kind)  # invalid | unsupported | interactive_only
+        return Reply(text, category, slash=True)
+
+    def _composer_input(
+        self, result: Classification, aliases: dict[str, str] | None = None
+    ) -> ComposerInputMessage:
+        """What ``handle`` forwards for input that may run: names lowered for the runtime, and
+        aliased agent commands (``agent-help``) back to the agent's own name.
+        """
+        payload = unalias(result.payload, aliases) if aliases else result.payload
+        return ComposerInputMessage(
+            payload=strict_payload(payload) if self.runtime.strict_names else payload
+        )
+
+    async def _take(self, message: InboundMessage, sink: ReplySink, entry: Entry | None) -> Outcome:
         if self.closing:
-            return await self._refuse(message, sink, "the gateway is shutting down")
+            return await self._refuse(message, sink, "the gateway is shutting down", entry)
         try:
-            conv = await self._use(message.key)
+            conv = await self._use(message.key, message)
         except _OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
-            return await self._refuse(message, sink, str(exc))
+            return await self._refuse(message, sink, str(exc), entry)
         try:
-            return await self._handle(conv, message, sink)
+            return await self._handle(conv, message, sink, entry)
         finally:
             conv.users -= 1
 
-    async def _refuse(self, message: InboundMessage, sink: ReplySink, error: str) -> Outcome:
+    async def _refuse(
+        self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None
+    ) -> Outcome:
         """The failure reply for input that cannot reach a session at all."""
         result = self._host_contract(message.bot_username).classify(message.text)
         if result.for_other_bot:
-            return Outcome(result, None, None)
+            return await self._drop(result, entry)
         name = result.name if result.kind != "not_slash" else None
         reply = self._failure(self._base.categorize(error), name, error)
-        return await self._finish(sink, result, None, reply)
+        return await self._finish(sink, result, None, reply, entry)
+
+    async def _drop(self, result: Classification, entry: Entry | None) -> Outcome:
+        if entry is not None:
+            await self.journal.finish(entry)
+        return Outcome(result, None, None)
 
     async def _handle(
-        self, conv: Conversation, message: InboundMessage, sink: ReplySink
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
     ) -> Outcome:
         result = self._contract(conv, message.bot_username).classify(message.text)
         if result.for_other_bot:
-            return Outcome(result, None, None)
+            return await self._drop(result, entry)
 
-        rejection = self._base.rejection(result)
+        rejection = self._rejection(result)
         if rejection is not None:
-            category = cast(Category, result.kind)  # invalid | unsupported | interactive_only
-            return await self._finish(sink, result, None, Reply(rejection, category, slash=True))
+            return await self._finish(sink, result, None, rejection, entry)
 
         if result.source == "gateway":
             host = next(h for h in self._host(conv.info) if h.command.name == result.command)
@@ -257,14 +516,14 @@ class Gateway:
                 log.exception("/%s failed in %s", result.command, conv.key)
                 error = str(exc) or type(exc).__name__
                 reply = self._failure(self._base.categorize(error), result.command, error)
-            return await self._finish(sink, result, None, reply)
+            if message.attachments:  # the gateway's commands take no files: say so
+                reply = replace(reply, text=f"{reply.text}\n\n{FILES_NOT_SENT}")
+            return await self._finish(sink, result, None, reply, entry)
 
-        payload = result.payload
-        forwarded = ComposerInputMessage(
-            payload=strict_payload(payload) if self.runtime.strict_names else payload
-        )
+        forwarded = self._composer_input(result, conv.aliases)
         slash = result.kind == "supported"
         name = result.command if slash else None
+        agent_name = conv.aliases.get(name.lower(), name) if name else None
         if not conv.try_acquire():
             policy = self.settings.busy_policy
             if (
@@ -272,22 +531,46 @@ class Gateway:
                 or policy == "reject"
                 or (policy == "queue" and conv.queued >= self.settings.max_queue)
             ):
-                return await self._finish(sink, result, None, self._failure("busy", name))
+                return await self._finish(sink, result, None, self._failure("busy", name), entry)
             await _safely(sink.accepted(result, forwarded))
+            if policy == "queue":
+                await _safely(sink.queued(conv.queued + 1))
             if policy == "interrupt":
                 await self.stop_run(conv)
             await conv.acquire(front=policy == "interrupt")
         else:
             await _safely(sink.accepted(result, forwarded))
+        # The slot is held until the reply is delivered: the next turn of this conversation
+        # may not reply before it.
+        held: Held | None = None
+        holder: asyncio.Task[None] | None = None
         try:
+            if not self.closing:
+                held = await self.journal.turn(conv.key, entry, lambda: self.closing)
             if self.closing:
                 reply = self._failure("generic", name, "the gateway is shutting down")
             else:
-                turn = Turn(forwarded, name, result.args, message.user, message.attachments)
+                if held is not None:
+                    holder = self._background.spawn(
+                        self.journal.hold(held, lambda: self.stop_run(conv))
+                    )
+                turn = Turn(forwarded, agent_name, result.args, message.user, message.attachments)
+                if entry is not None:
+                    entry.state, entry.command = "running", name
+                    await self.journal.mark(entry, held.lease if held else None)
                 reply = await self._run(conv, turn, sink)
+                if entry is not None:
+                    entry.state, entry.reply = "answered", reply_record(reply)
+                    await self.journal.mark(entry, held.lease if held else None)
+            return await self._finish(sink, result, forwarded, reply, entry)
+        except StoreUnavailable as exc:  # no turn order to be had across replicas
+            reply = self._failure(self._base.categorize(str(exc)), name, str(exc))
+            return await self._finish(sink, result, forwarded, reply, entry)
         finally:
+            if holder is not None:
+                holder.cancel()
+            await self.journal.release(held)
             conv.release()
-        return await self._finish(sink, result, forwarded, reply)
 
     async def _finish(
         self,
@@ -295,9 +578,14 @@ class Gateway:
         result: Classification,
         forwarded: ComposerInputMessage | None,
         reply: Reply,
+        entry: Entry | None = None,
     ) -> Outcome:
+        outcome = Outcome(result, forwarded, reply)
         await _safely(sink.final(reply))
-        return Outcome(result, forwarded, reply)
+        await _safely(sink.completed(outcome))
+        if entry is not None:
+            await self.journal.finish(entry)
+        return outcome
 
     def failure_reply(
         self, category: Category, name: str | None = None, error: str | None = None
@@ -312,17 +600,22 @@ class Gateway:
         return Reply(text, category, slash=name is not None)
 
     async def _run(self, conv: Conversation, turn: Turn, sink: ReplySink) -> Reply:
-        if conv.session is None:  # /new closed it while this input waited
-            try:
-                await self._open(conv)
-            except _OpenFailed as exc:
-                return self._failure(self._base.categorize(str(exc)), turn.command, str(exc))
         state = RunState(turn.command, task=asyncio.current_task())
         conv.run = state
+        bound = logs.bind(turn_id=logs.new_turn_id())
         try:
             # Consumed in this task (no extra task per turn): the deadline cancels it here.
-            async with asyncio.timeout(self.settings.run_timeout):
+            async with asyncio.timeout(self.settings.run_timeout) as deadline:
+                if conv.session is None:  # still opening, or closed by /new meanwhile
+                    await self._session(conv, deadline)
                 return await self._consume(conv, turn, sink, state)
+        except _OpenFailed as exc:
+            return self._failure(self._base.categorize(str(exc)), turn.command, str(exc))
+        except asyncio.CancelledError:
+            if not state.forced:
+                raise  # shutdown
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            return self._end_reply(conv, state, "cancelled")  # stopped while its session opened
         except TimeoutError:
             try:
                 await self._cancel_runtime(conv)
@@ -334,6 +627,8 @@ class Gateway:
         finally:
             conv.run = None
             state.done.set()
+            logs.reset(bound)
+            self.metrics.turn_ended(conv.key, self.runtime.name, time.monotonic() - state.started)
 
     async def _consume(
         self, conv: Conversation, turn: Turn, sink: ReplySink, state: RunState
@@ -345,18 +640,19 @@ class Gateway:
             try:
                 async for event in events:
                     if isinstance(event, MessageDelta):
+                        if not state.parts:
+                            elapsed = time.monotonic() - state.started
+                            self.metrics.first_delta(conv.key, self.runtime.name, elapsed)
                         state.parts.append(event.text)
                         await _safely(sink.delta(event.text))
                     elif isinstance(event, MessageEnd):
-                        return self._end_reply(state, event.stop_reason)
+                        return self._end_reply(conv, state, event.stop_reason)
                     elif isinstance(event, ErrorEvent):
                         return self._failure(event.category, name, event.message)
                     elif isinstance(event, SessionUpdated):
                         conv.apply(event)
                     else:
-                        if isinstance(event, PermissionRequired):
-                            conv.remember_permission(event.request_id)
-                        await _safely(sink.event(event))
+                        await self._show(conv, state, sink, event)
             finally:
                 # Closed now, not whenever it is collected: its clean-up (cancelling its own
                 # work) must not run into the next turn.
@@ -367,22 +663,41 @@ class Gateway:
             if not state.forced:
                 raise  # the deadline, or shutdown
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            return self._end_reply(state, "cancelled")
+            return self._end_reply(conv, state, "cancelled")
         except Exception as exc:  # a runtime failure is one user-facing message, never a crash
             log.exception("runtime failed in %s", conv.key)
+            self.metrics.runtime_crashed(self.runtime.name, "turn")
             return self._failure(
                 self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__
             )
-        return self._end_reply(state, "cancelled" if state.stopping else "end_turn")
+        return self._end_reply(conv, state, "cancelled" if state.stopping else "end_turn")
 
-    def _end_reply(self, state: RunState, stop_reason: str) -> Reply:
+    async def _show(
+        self, conv: Conversation, state: RunState, sink: ReplySink, event: RuntimeEvent
+    ) -> None:
+        """A tool, plan, reasoning, usage, permission or status event: to the channel."""
+        if isinstance(event, UsageReported):
+            state.usage = event if state.usage is None else state.usage.merged(event)
+        elif isinstance(event, ToolStart | PlanUpdated):
+            state.acted = True
+        elif isinstance(event, PermissionRequired):  # answerable once the channel shows it
+            options = frozenset(o.option_id for o in event.options)
+            conv.remember_permission(event.request_id, options)
+        await _safely(sink.event(event))
+        if isinstance(event, PermissionRequired):
+            await _safely(sink.event(StatusChanged("waiting_for_permission", event.title)))
+
+    def _end_reply(self, conv: Conversation, state: RunState, stop_reason: str) -> Reply:
         text = "".join(state.parts)
         note = _STOP_NOTES.get(stop_reason)
         if note:
             text = f"{text}\n\n{note}" if text else note
+        elif not text and conv.after_cancel and not state.acted:
+            text = EMPTY_AFTER_CANCEL
         elif not text:
             text = f"✅ /{state.command} executed." if state.command else "✅ Done."
-        return Reply(text, None, stop_reason, slash=state.command is not None)
+        conv.after_cancel = stop_reason == "cancelled"
+        return Reply(text, None, stop_reason, slash=state.command is not None, usage=state.usage)
 
     async def stop_run(self, conv: Conversation) -> bool:
         """Cancel the run in progress, if any; True when one was running."""
@@ -393,19 +708,27 @@ class Gateway:
         return True
 
     async def _stop(self, conv: Conversation, state: RunState) -> None:
-        """Ask the runtime to cancel; past the grace period, stop reading its stream."""
+        """Ask the runtime to cancel; past the grace period (one for the ask and the turn's
+        end together), stop reading its stream. A turn still waiting for its session has
+        nothing to cancel in the runtime: it stops at once.
+        """
         state.stopping = True
-        await self._cancel_runtime(conv)
-        try:
-            await asyncio.wait_for(state.done.wait(), self.settings.cancel_grace)
-        except TimeoutError:
-            state.forced = True
-            if state.task is not None:
-                state.task.cancel()
+        grace = self.settings.cancel_grace
+        if conv.session is not None:
             try:
-                await asyncio.wait_for(state.done.wait(), self.settings.cancel_grace)
+                async with asyncio.timeout(grace):
+                    await self._cancel_runtime(conv)
+                    await state.done.wait()
+                return
             except TimeoutError:
-                log.error("the turn in %s does not stop; leaving it behind", conv.key)
+                pass
+        state.forced = True
+        if state.task is not None:
+            state.task.cancel()
+        try:
+            await asyncio.wait_for(state.done.wait(), grace)
+        except TimeoutError:
+            log.error("the turn in %s does not stop; leaving it behind", conv.key)
 
     async def _cancel_runtime(self, conv: Conversation) -> None:
         if conv.session is None:
@@ -414,6 +737,13 @@ class Gateway:
             await asyncio.wait_for(conv.session.cancel(), self.settings.cancel_grace)
         except Exception:
             log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
+
+    def pending_permission(
+        self, channel: str, conversation: str, request_id: str
+    ) -> frozenset[str] | None:
+        """The option ids of a pending permission request; None when it is not pending."""
+        conv = self._conversations.get(f"{channel}:{conversation}")
+        return None if conv is None else conv.permissions.get(request_id)
 
     async def answer_permission(
         self, channel: str, conversation: str, request_id: str, option_id: str | None
@@ -428,8 +758,34 @@ class Gateway:
         return answered
 
 
+def _log_turn(message: InboundMessage, outcome: Outcome, seconds: float) -> None:
+    """The one INFO line per input: where, what it was, how it ended, how long it took."""
+    result, reply = outcome.classification, outcome.reply
+    if reply is None:
+        ended = "dropped"  # addressed to another bot
+    elif reply.category is None and reply.stop_reason not in (None, "end_turn"):
+        ended = str(reply.stop_reason)  # cancelled, refusal, max_tokens: not failures
+    else:
+        ended = reply.category or "ok"
+    log.info(
+        "turn channel=%s conversation=%s classification=%s command=%s outcome=%s duration=%.3fs",
+        message.channel,
+        message.conversation,
+        result.kind,
+        result.command or "-",
+        ended,
+        seconds,
+    )
+
+
 class _OpenFailed(Exception):
     """The runtime could not open a session; the message says why."""
+
+
+def _open_error(exc: BaseException | None) -> str:
+    if isinstance(exc, TimeoutError):
+        return "the runtime session did not open in time (timed out)"
+    return str(exc) or type(exc).__name__
 
 
 async def _safely(step: Awaitable[None]) -> None:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from contract import Category, Command, categorize
 
-Status = Literal["idle", "generating", "paused", "error"]
+Status = Literal["idle", "generating", "paused", "error", "retrying", "waiting_for_permission"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +90,52 @@ class PermissionRequired:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A chunk of the agent's reasoning (ACP ``agent_thought_chunk``, pi ``thinking_delta``)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: Literal["high", "medium", "low"] = "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The agent's whole current plan (each update replaces the last one); no entries and no
+    ``text`` means the plan was removed. ``text`` is a plan given as Markdown instead of entries.
+    """
+
+    entries: tuple[PlanEntry, ...] = ()
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    """What the turn cost, as far as the runtime tells; None means "not reported".
+
+    Tokens of the turn, and the context window (``context_used`` of ``context_size``).
+    Later reports in a turn complete earlier ones field by field (``merged``).
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    thought_tokens: int | None = None
+    context_used: int | None = None
+    context_size: int | None = None
+    cost: float | None = None
+    currency: str | None = None
+
+    def merged(self, later: UsageReported) -> UsageReported:
+        values = ((getattr(self, n), getattr(later, n)) for n in UsageReported.__slots__)
+        return UsageReported(*(old if new is None else new for old, new in values))
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChanged:
     status: Status
     detail: str | None = None
@@ -117,5 +163,8 @@ RuntimeEvent = (
     | ToolEnd
     | PermissionRequired
     | StatusChanged
+    | ReasoningDelta
+    | PlanUpdated
+    | UsageReported
     | ErrorEvent
 )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from contract import Classification, Command
 
+from .inventory import usage_hint
 from .runtimes.base import SessionInfo
 
 if TYPE_CHECKING:
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from .core import Gateway
 
 Handler = Callable[["Gateway", "Conversation", Classification], Awaitable[str]]
+Labeler = Callable[[str, str], str | None]
+"""A channel's spelling of a command in one conversation (``pr-review`` -> ``pr_review`` on
+Telegram, whose clients make ``/pr_review`` tappable); None when it has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,19 +33,37 @@ class HostCommand:
         return not self.needs_modes or bool(info.modes)
 
 
-def command_line(command: Command) -> str:
-    """``/name <hint>`` followed by the description, as one Markdown list item."""
-    usage = f"/{command.name}" + (f" <{command.hint}>" if command.hint else "")
-    text = f"- `{usage}`"
+def command_line(command: Command, label: str | None = None) -> str:
+    """``/name <hint>`` followed by the description, as one Markdown list item. With the
+    channel's ``label`` the name is plain text (clients link it) and only the hint is code.
+    """
+    hint = usage_hint(command.hint)
+    if label is None:
+        usage = f"/{command.name}" + (f" {hint}" if hint else "")
+        text = f"- `{usage}`"
+    else:
+        text = f"- /{_markdown_escape(label)}" + (f" `{hint}`" if hint else "")
     return f"{text} — {command.description}" if command.description else text
 
 
+def _markdown_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#|~" else c for c in text)
+
+
 async def _help(gateway: Gateway, conv: Conversation, result: Classification) -> str:
+    channel, _, conversation = conv.key.partition(":")
+    labeler = gateway.labelers.get(channel)
+
+    def line(command: Command) -> str:
+        return command_line(command, labeler(conversation, command.name) if labeler else None)
+
     host = gateway.host_commands(conv.info)
-    runtime = conv.info.commands or ()
-    lines = ["**Gateway commands**", *(command_line(c) for c in host)]
+    # A session still opening has reported nothing yet: the agent's commands as last seen.
+    known = conv.info.commands if conv.info.commands is not None else gateway.inventory
+    runtime = known or ()
+    lines = ["**Gateway commands**", *(line(c) for c in host)]
     lines += ["", "**Agent commands**"]
-    lines += [command_line(c) for c in runtime] if runtime else ["- none reported yet"]
+    lines += [line(c) for c in runtime] if runtime else ["- none reported yet"]
     return "\n".join(lines)
 
 
@@ -81,6 +103,8 @@ async def _status(gateway: Gateway, conv: Conversation, result: Classification) 
     ]
     if conv.info.current_mode:
         lines.append(f"**Mode:** {conv.info.current_mode}")
+    if conv.info.current_model:
+        lines.append(f"**Model:** {conv.info.current_model}")
     return "\n".join(lines)
 
 
@@ -119,3 +143,5 @@ HOST_COMMANDS: tuple[HostCommand, ...] = (
         needs_modes=True,
     ),
 )
+RESERVED = frozenset(h.command.name for h in HOST_COMMANDS)
+"""The gateway's command names: a runtime command of the same name is listed as an alias."""

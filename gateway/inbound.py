@@ -10,7 +10,7 @@ from contract import Category, ComposerInputMessage
 if TYPE_CHECKING:
     from contract import Classification
 
-    from .events import RuntimeEvent
+    from .events import RuntimeEvent, UsageReported
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,7 @@ class Reply:
     category: Category | None = None
     stop_reason: str | None = None
     slash: bool = False  # the input was a slash command (channels prefix plain failures)
+    usage: UsageReported | None = None  # what the turn cost, when the runtime said
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,17 @@ class ReplySink:
     async def delta(self, text: str) -> None:
         """A chunk of the reply's Markdown text."""
 
+    async def queued(self, ahead: int) -> None:
+        """The input waits for the running turn (and ``ahead - 1`` queued inputs) to finish."""
+
     async def event(self, event: RuntimeEvent) -> None:
-        """Tool, permission and status events of the turn."""
+        """Tool, plan, reasoning, usage, permission and status events of the turn."""
 
     async def final(self, reply: Reply) -> None:
         """The final reply (full text, or the failure text)."""
+
+    async def completed(self, outcome: Outcome) -> None:
+        """After ``final``: the whole outcome, for channels that keep it (Idempotency-Key)."""
+
+    async def aclose(self) -> None:
+        """Stop whatever the sink still runs (typing, previews); called once it is done with."""

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import shutil
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
+from . import openapi, probes
 from .channel import Channel
 from .config import Settings
 from .core import Gateway
+from .logs import Sampler, Secrets, secrets_of
+from .metrics import Metrics
 from .runtimes import Runtime, build_runtime
+from .runtimes.stdio import program
 
 log = logging.getLogger("slashgate")
-
-
-async def _healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+http_log = logging.getLogger("slashgate.http")
+_REASON = 200  # characters of a refused request's path and reason in its log line
 
 
 class StartError(Exception):
@@ -41,30 +47,104 @@ def build_app(
     from channels import build_channels
 
     gateway = Gateway(settings, runtime or build_runtime(settings))
-    app = web.Application()
-    app.router.add_get("/healthz", _healthz)
+    app = web.Application(middlewares=[client_errors(gateway.metrics)])
     channels = build_channels(gateway, settings)
+    probes.mount(app, gateway, channels, Secrets(secrets_of(settings)))
+    openapi.mount(app, _version())
     for channel in channels:
         channel.mount(app)
     return app, gateway, channels
+
+
+def _version() -> str:
+    try:
+        return version("slashgate")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+def client_errors(metrics: Metrics) -> Middleware:
+    """One log line per request answered with a 4xx (rate-limited: a flood of bad requests
+    costs a few lines and no memory), counted in ``slashgate_malformed_requests``. The
+    client's mistake is never logged with a traceback.
+    """
+    sampler = Sampler()
+
+    def note(request: web.Request, status: int, reason: str) -> None:
+        metrics.malformed_request(status)
+        if sampler.allow():
+            http_log.warning(
+                "refused %s %s: %d %s%s",
+                request.method,
+                request.rel_url.raw_path[:_REASON],  # as sent (escaped): no control characters
+                status,
+                reason[:_REASON],
+                sampler.held_back(),
+            )
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            if 400 <= exc.status < 500:
+                note(request, exc.status, exc.reason)
+            raise
+        if 400 <= response.status < 500:
+            note(request, response.status, _reason(response))
+        return response
+
+    return middleware
+
+
+def _reason(response: web.StreamResponse) -> str:
+    """The message of a JSON error body (``error.message`` or Telegram's ``description``)."""
+    body = getattr(response, "body", None)
+    if isinstance(body, bytes) and response.content_type == "application/json":
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return response.reason
+        if isinstance(data, dict):
+            error = data.get("error")
+            message = error.get("message") if isinstance(error, dict) else data.get("description")
+            if isinstance(message, str):
+                return message
+    return response.reason
 
 
 @asynccontextmanager
 async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
     app, gateway, channels = build_app(settings, runtime)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
+    # before the routes see it; they decode (gateway.body), with a size cap and JSON errors.
+    # Requests still in flight at shutdown get the grace, not aiohttp's default minute.
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        auto_decompress=False,
+        shutdown_timeout=settings.cancel_grace,
+    )
     started: list[Channel] = []
     try:
         try:
+            _warn_of_a_missing_agent(settings)
             await gateway.start()
+            log.info("runtime: %s", gateway.runtime.describe())
+            log.info("store: %s", _describe_store(settings))
             await runner.setup()
             site = web.TCPSite(runner, settings.host, settings.port)
             await site.start()
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            log.info("server: listening on http://%s:%s", settings.host, port)
             for channel in channels:
                 await channel.start()
                 started.append(channel)
+                log.info("channel: %s", channel.describe())
+                gateway.recoverable(channel.name, channel.recovered)
+            await gateway.recover()
         except Exception as exc:  # a port in use, a refused token, an agent that is not there
             raise StartError(f"{type(exc).__name__}: {exc}") from exc
         yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
@@ -78,14 +158,31 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
         await gateway.stop()
 
 
+def _warn_of_a_missing_agent(settings: Settings) -> None:
+    """An agent program that is not there: every input would fail, so say what to check."""
+    command = {"acp": settings.acp_command, "pi": settings.pi_command}.get(settings.runtime)
+    if command and shutil.which(program(command)[0]) is None:
+        log.warning(
+            "runtime %s: %r is not an executable file or on PATH: check %s_command and PATH",
+            settings.runtime,
+            command[0],
+            settings.runtime,
+        )
+
+
+def _describe_store(settings: Settings) -> str:
+    if settings.store == "sqlite":
+        return f"sqlite ({settings.state_path})"
+    return f"memory (at most {settings.memory_store_size} keys, lost on restart)"
+
+
 async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with running(settings, runtime) as server:
-        enabled = ", ".join(c.describe() for c in server.channels)
+        # The runtime and channels are in the start-up log lines just above.
         print(f"slashgate listening on {server.url}", flush=True)
-        print(f"runtime: {server.gateway.runtime.describe()}; channels: {enabled}", flush=True)
         await stop.wait()
     log.info("stopped")

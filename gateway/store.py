@@ -49,13 +49,23 @@ class BoundedTTLMap(Generic[V]):
 
 
 class DedupeWindow:
-    """Remembers platform event ids for a while: ``first(key)`` is True once per key."""
+    """Remembers platform event ids for a while: ``first(key)`` is True once per key
+    (``on_repeat`` is called for each repeat: metrics).
+    """
 
-    def __init__(self, maxsize: int = 10_000, ttl: float = 3600.0) -> None:
+    def __init__(
+        self,
+        maxsize: int = 10_000,
+        ttl: float = 3600.0,
+        on_repeat: Callable[[], None] | None = None,
+    ) -> None:
         self._seen: BoundedTTLMap[bool] = BoundedTTLMap(maxsize, ttl)
+        self._on_repeat = on_repeat
 
     def first(self, key: str) -> bool:
         if self._seen.get(key):
+            if self._on_repeat is not None:
+                self._on_repeat()
             return False
         self._seen.set(key, True)
         return True

@@ -10,21 +10,36 @@ from typing import Any
 
 import pytest
 
-from contract import Classification
+from contract import Classification, Command
 from gateway.config import Settings
 from gateway.runtimes import Runtime
+from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from gateway.server import Running, running
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-PARITY = SHARED / "parity" / "cases.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+# The repository's own copy of the shared parity cases (tests/test_shared_copies.py).
+PARITY = ROOT / "tests" / "parity" / "cases.jsonl"
 
 
 def load_parity() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, cases) of shared/parity/cases.jsonl."""
+    """(header, cases) of tests/parity/cases.jsonl."""
     lines = [
         json.loads(line) for line in PARITY.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
     return lines[0]["header"], lines[1:]
+
+
+async def _parity_answer(ctx: HandlerContext) -> None:
+    if isinstance(ctx.wake, InboxWake):
+        await ctx.reply(f"runtime received: {ctx.wake.message.payload['source']}")
+
+
+def parity_runtime() -> EmbeddedRuntime:
+    """An embedded runtime with the parity header's inventory, replying with what it got."""
+    inventory = tuple(Command(**c) for c in load_parity()[0]["inventory"])
+    return EmbeddedRuntime(
+        EntityDefinition(type="parity", handler=_parity_answer, slash_commands=inventory)
+    )
 
 
 def case_view(result: Classification, message: str | None) -> dict[str, Any]:
@@ -48,7 +63,12 @@ def make_settings(**overrides: Any) -> Settings:
         name: field.get_default(call_default_factory=True)
         for name, field in Settings.model_fields.items()
     }
-    base: dict[str, Any] = {"host": "127.0.0.1", "port": 0, "inventory_wait": 2.0}
+    base: dict[str, Any] = {
+        "host": "127.0.0.1",
+        "port": 0,
+        "inventory_wait": 2.0,
+        "store": "memory",  # a test that wants durable state names its own file
+    }
     return Settings.model_construct(**{**defaults, **base, **overrides})
 
 

@@ -13,25 +13,34 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = 30.0
+
+
+SERVE = (sys.executable, "-m", "gateway", "serve")
 
 
 @dataclass
 class Served:
     url: str
     output: list[str]  # every line the server printed, stdout and stderr
+    process: asyncio.subprocess.Process
 
 
 @asynccontextmanager
-async def serve_subprocess(**env: str) -> AsyncIterator[Served]:
-    """``slashgate serve --port 0`` with ``SLASHGATE_*`` settings from ``env``."""
+async def serve_subprocess(*command: str, cwd: Path = ROOT, **env: str) -> AsyncIterator[Served]:
+    """``slashgate serve --port 0`` (or ``command --port 0``) with ``SLASHGATE_*`` settings
+    from ``env``; stopped with SIGTERM on exit.
+    """
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
+    # Nothing carried between runs: a test that wants durable state names its own store.
+    clean["SLASHGATE_STORE"] = "memory"
     clean.update({f"SLASHGATE_{k.upper()}": v for k, v in env.items()})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "serve", "--port", "0",
-        cwd=ROOT, env=clean,
+        *(command or SERVE), "--port", "0",
+        cwd=cwd, env=clean,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -52,13 +61,27 @@ async def serve_subprocess(**env: str) -> AsyncIterator[Served]:
                 output.append(raw.decode())
 
         drainer = asyncio.create_task(drain())
-        yield Served(url, output)
+        yield Served(url, output, proc)
     finally:
         if proc.returncode is None:
             proc.terminate()
         await asyncio.wait_for(proc.wait(), STARTUP)
         if url is not None:
             await drainer
+
+
+@asynccontextmanager
+async def serve_app(app: web.Application) -> AsyncIterator[str]:
+    """Serve ``app`` on an ephemeral 127.0.0.1 port; its base URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
 
 
 async def read_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, Any]]:

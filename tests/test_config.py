@@ -57,10 +57,14 @@ def test_cli_reports_bad_configuration_without_a_traceback(
     assert "bad configuration: electric_id_prefix" in capsys.readouterr().err
 
 
-def test_cli_reports_a_port_in_use_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reports_a_port_in_use_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
 
     from gateway.cli import main
+
+    monkeypatch.setenv("SLASHGATE_STORE", "memory")  # no state file in the working folder
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -68,4 +72,102 @@ def test_cli_reports_a_port_in_use_in_one_line(capsys: pytest.CaptureFixture[str
         port = taken.getsockname()[1]
         assert main(["serve", "--port", str(port)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("slashgate: cannot start:") and "Traceback" not in err
+    # The start-up parts log a line each before; the failure itself is one line, the last.
+    assert err.splitlines()[-1].startswith("slashgate: cannot start:") and "Traceback" not in err
+
+
+MISTAKES = [
+    # (environment, TOML file, what the one line must say)
+    ({}, '[catalog]\nunsupported = "No /{command} here"\n', "catalog: unsupported: placeholder"),
+    ({}, '[catalog]\nplain_busy = "/{name} is busy"\n', "catalog: plain_busy: placeholder {name}"),
+    ({}, '[catalog]\nbusy = "Busy { retry"\n', "catalog: busy: "),
+    ({"SLASHGATE_LOG_LEVEL": "LOUD"}, "", "log_level: must be one of DEBUG, INFO"),
+    (
+        {"SLASHGATE_TELEGRAM_TOKN": "123:abc"},
+        "",
+        "SLASHGATE_TELEGRAM_TOKN is not a setting; did you mean SLASHGATE_TELEGRAM_TOKEN?",
+    ),
+    (
+        {"SLASHGATE_INTERACTIVE_ONLY": "settings,theme"},
+        "",
+        "SLASHGATE_INTERACTIVE_ONLY must be a list in JSON, e.g.",
+    ),
+    ({"SLASHGATE_ACP_ENV": '["KEY"]'}, "", "SLASHGATE_ACP_ENV must be a table in JSON"),
+    ({"SLASHGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "", "slack_signing_secret is not set"),
+    ({}, '[slack]\nsigning_secret = "s"\n', "slack_bot_token is not set"),
+    ({"SLASHGATE_TELEGRAM_TOKEN": "123:abc"}, "", "telegram_secret is not set"),
+    ({}, '[telegram]\nsecret = "s"\n', "telegram_secret is set but telegram_token is not"),
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
+        '[telegram]\nmode = "polling"\nwebhook_url = "https://gw.example.com/telegram/webhook"\n',
+        'telegram_webhook_url is set but telegram_mode is "polling"',
+    ),
+    ({}, '[slack]\npublic_url = "gw.example.com"\n', "slack_public_url: must be the gateway's"),
+    ({}, 'runtime = "claude"\n', 'runtime: must be embedded, acp, pi, electric or "package'),
+    ({}, 'runtime = "no_such_module:bot"\n', "runtime: cannot import no_such_module"),
+    ({}, 'runtime = "json:JSONDecoder"\n', "runtime: json:JSONDecoder is a JSONDecoder, not a"),
+    ({}, "run_timeout = -1\n", "run_timeout: Input should be greater than 0"),
+]
+
+
+@pytest.mark.parametrize(("env", "toml", "said"), MISTAKES)
+def test_each_mistake_is_one_line_naming_the_setting(
+    env: dict[str, str],
+    toml: str,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gateway.cli import main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = tmp_path / "slashgate.toml"
+    config.write_text(toml)
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("slashgate: bad configuration: "), err
+    assert said in err
+
+
+def test_the_manifest_needs_the_public_url_unless_socket_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gateway.cli import main
+
+    monkeypatch.delenv("SLASHGATE_CONFIG", raising=False)
+    assert main(["slack", "manifest"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("slashgate: bad configuration: slack_public_url is not set")
+    assert "example.invalid" not in err
+    monkeypatch.setenv("SLASHGATE_SLACK_APP_TOKEN", "xapp-1")  # before the app exists
+    assert main(["slack", "manifest"]) == 0
+    assert '"socket_mode_enabled": true' in capsys.readouterr().out
+
+
+def test_a_right_catalog_and_a_lower_case_log_level_are_accepted(tmp_path: Path) -> None:
+    config = tmp_path / "slashgate.toml"
+    config.write_text(
+        'log_level = "debug"\n[catalog]\nunsupported = "No /{name} here, {{sorry}}"\n'
+        'plain_generic = "Failed: {error!r}"\n'
+    )
+    settings = load_settings(config)
+    assert settings.log_level == "DEBUG"
+    assert settings.catalog["unsupported"] == "No /{name} here, {{sorry}}"
+
+
+def test_bare_slashgate_prints_help_and_version_prints_the_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from importlib.metadata import version
+
+    from gateway.cli import main
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: slashgate") and "serve" in out and "slack" in out
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"slashgate {version('slashgate')}"

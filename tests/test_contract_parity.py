@@ -1,4 +1,4 @@
-"""Every case of shared/parity/cases.jsonl against the contract itself."""
+"""Every case of tests/parity/cases.jsonl against the contract itself."""
 
 from __future__ import annotations
 

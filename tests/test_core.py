@@ -15,7 +15,7 @@ from gateway.events import MessageDelta, MessageEnd, Mode, RuntimeEvent, Session
 from gateway.inbound import InboundMessage, Outcome
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
-from gateway.runtimes.embedded import DEMO_ENTITY, EmbeddedRuntime
+from gateway.runtimes.embedded import demo_bot
 from tests.conftest import make_settings
 from tests.probe import Probe, RecordingSink, until
 
@@ -200,7 +200,7 @@ async def test_rejected_input_never_reaches_the_runtime(probe_gateway: Any) -> N
 
 
 async def test_dynamic_commands_publish_and_new_session_forgets_them() -> None:
-    gateway = Gateway(make_settings(), EmbeddedRuntime(DEMO_ENTITY))
+    gateway = Gateway(make_settings(), demo_bot())
     published: list[tuple[Command, ...]] = []
     gateway.subscribe(published.append)
     await gateway.start()
@@ -307,11 +307,14 @@ class _FlakySession(RuntimeSession):
 async def test_a_runtime_that_cannot_open_gives_one_reply_and_recovers() -> None:
     gateway = Gateway(make_settings(), _Flaky(failures=2))
     await gateway.start()
+    # A gateway command does not wait for the session's open; the next input does.
+    helped = await gateway.handle(message("/help"))
+    assert helped.reply is not None and helped.reply.text.startswith("**Gateway commands**")
     sink = RecordingSink()
-    outcome = await gateway.handle(message("/help"), sink)
+    outcome = await gateway.handle(message("/go now"), sink)
     assert sink.finals == [outcome.reply]
     assert outcome.reply is not None
-    assert outcome.reply.text == "Slash command /help failed: agent not reachable"
+    assert outcome.reply.text == "Slash command /go failed: agent not reachable"
     plain = await gateway.handle(message("hello"))
     assert plain.reply is not None and plain.reply.text == "The request failed: agent not reachable"
     works = await gateway.handle(message("hello"))

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession, ClientTimeout, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -25,13 +25,20 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.signature import SignatureVerifier
 
 from channels.webhook.wire import error_body
+from gateway.attachments import AttachmentError
+from gateway.body import BodyError, read_body
 from gateway.channel import Channel
-from gateway.inbound import InboundMessage
-from gateway.store import DedupeWindow
+from gateway.inbound import Attachment, InboundMessage, ReplySink
+from gateway.openapi import document
+from gateway.state import Entry, StoreUnavailable
 from gateway.tasks import BackgroundTasks
 
+from .docs import operations
+from .files import SlackFile, SlackFiles, slack_files
 from .manifest import EVENTS_PATH
+from .manners import umbrella_usage
 from .markup import command_source, normalize, umbrella_source
+from .metering import count_retries, trace
 from .mrkdwn import escape
 from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
 from .web import respond, web_client
@@ -46,11 +53,13 @@ log = logging.getLogger("slashgate.slack")
 
 # Slack retries an unacknowledged event three times, the last about five minutes after the
 # first delivery: an hour's window covers it with room to spare.
-EVENT_DEDUPE_TTL = 3600.0
-EVENT_DEDUPE_SIZE = 10_000
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+
+# An input as read from Slack: where its reply goes, its text, its id, and its files.
+Received = tuple[Target, str, str | None, tuple[SlackFile, ...]]
 RETRY_AFTER = "1"  # seconds, in the 503 answered while the channel stops
 STOPPING = "the gateway is stopping, retry later"
+UNAVAILABLE = "the gateway's store is unavailable, retry later"
 STOPPED = "the gateway stopped before the reply was finished"
 
 
@@ -73,9 +82,14 @@ class SlackChannel(Channel):
         self._token = settings.slack_bot_token.get_secret_value()
         secret = settings.slack_signing_secret.get_secret_value()
         self._verifier = SignatureVerifier(secret)
-        self.outbox = Outbox(web_client(settings.slack_api_base, self._token), update_interval)
+        self.outbox = Outbox(
+            web_client(settings.slack_api_base, self._token),
+            web_client(settings.slack_api_base, self._token, persistent=False),
+            update_interval,
+        )
+        self.files = SlackFiles(settings, self._token)
+        count_retries(self.outbox.client, gateway.metrics)
         self._umbrella = "/" + settings.slack_umbrella_command.lower().lstrip("/")
-        self._dedupe = DedupeWindow(EVENT_DEDUPE_SIZE, EVENT_DEDUPE_TTL)
         self._auth: AuthorizeResult | None = None
         self._auth_lock = asyncio.Lock()
         self._tasks = BackgroundTasks()
@@ -92,6 +106,8 @@ class SlackChannel(Channel):
             signing_secret=secret,
             authorize=authorize,
             process_before_response=True,
+            # ``events`` has checked the signature already (Socket Mode needs none).
+            request_verification_enabled=False,
             logger=logging.getLogger("slashgate.slack.bolt"),
         )
         self._listen(self.app)
@@ -100,10 +116,35 @@ class SlackChannel(Channel):
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(EVENTS_PATH, self.events)
+        document(app, *operations(EVENTS_PATH))
+
+    async def readiness(self) -> str | None:
+        if self._stopping:
+            return "stopping"
+        if self._socket is not None and not await self._socket.client.is_connected():
+            return "Socket Mode is not connected"
+        try:
+            await self._authorization()  # answered from memory once it succeeded
+        except Exception as exc:
+            return f"auth.test failed: {exc}"
+        return None
+
+    async def check(self) -> str:
+        found = await self.outbox.client.auth_test()
+        detail = f"team {found.get('team')}, bot user {found.get('user_id')}"
+        app_token = self.settings.slack_app_token
+        if app_token is not None:
+            apps = web_client(self.settings.slack_api_base, None)
+            await apps.apps_connections_open(app_token=app_token.get_secret_value())
+            detail += ", Socket Mode app token accepted"
+        return detail
 
     async def start(self) -> None:
-        self.outbox.session = ClientSession()
-        self.outbox.client.session = self.outbox.session
+        self.outbox.session = ClientSession(
+            timeout=ClientTimeout(total=self.settings.platform_timeout),
+            trace_configs=[trace(self.gateway.metrics, self.outbox.client.base_url)],
+        )
+        self.outbox.client.session = self.outbox.previews.session = self.outbox.session
         self._spawn(self._warm_up())
         app_token = self.settings.slack_app_token
         if app_token is not None:
@@ -161,7 +202,10 @@ class SlackChannel(Channel):
 
     async def events(self, request: web.Request) -> web.Response:
         """Events API, slash commands and interactivity: verified here, dispatched by bolt."""
-        raw = await request.read()
+        try:
+            raw = await read_body(request, self.settings.webhook_max_body)
+        except BodyError as exc:
+            return _error(exc.status, exc.code, exc.message)
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -175,8 +219,9 @@ class SlackChannel(Channel):
         except Exception:
             return _error(400, "invalid_request", "malformed Slack payload")
         response = await self.app.async_dispatch(bolt_request)
-        if response.status == 503:  # stopping (see _listen): Slack delivers the event again
-            return _error(503, "service_unavailable", STOPPING, {"Retry-After": RETRY_AFTER})
+        if response.status == 503:  # stopping or not journaled: Slack delivers the event again
+            reason = UNAVAILABLE if response.body == UNAVAILABLE else STOPPING
+            return _error(503, "service_unavailable", reason, {"Retry-After": RETRY_AFTER})
         if response.status >= 500:  # bolt could not handle a signed but unexpected payload
             log.warning("Slack payload not processed (%s)", response.status)
             return _error(400, "invalid_request", "unprocessable Slack payload")
@@ -213,14 +258,22 @@ class SlackChannel(Channel):
             await next_()
             return response
 
+        @app.error
+        async def on_error(error: Exception) -> BoltResponse | None:
+            """An input that could not be journaled is not acknowledged: Slack retries it."""
+            if isinstance(error, StoreUnavailable):
+                log.warning("a Slack request was not taken: %s", error)
+                return BoltResponse(status=503, body=UNAVAILABLE)
+            return None
+
         @app.event("app_mention")
         async def on_mention(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
-            self._on_message(body, event, context.bot_user_id)
+            await self._on_message(body, event, context.bot_user_id)
 
         @app.event("message")
         async def on_message(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
             if event.get("channel_type") == "im":  # channel messages come as app_mention
-                self._on_message(body, event, context.bot_user_id)
+                await self._on_message(body, event, context.bot_user_id)
 
         @app.event(re.compile(".*"))
         async def on_other_event() -> None:
@@ -228,25 +281,32 @@ class SlackChannel(Channel):
 
         @app.command(re.compile(".*"))
         async def on_command(ack: Any, command: dict[str, Any]) -> None:
+            await self._on_command(command)  # journaled first: an error here is no ack
             await ack()
-            self._on_command(command)
 
         @app.action(re.compile(f"^{PERMISSION_ACTION}:"))
         async def on_permission(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
             await ack()
             self._spawn(self._answer_permission(body, action))
 
-    def _first(self, *keys: str | None) -> bool:
-        """False when any of the keys was seen: a retried or doubly delivered event."""
-        fresh = True
-        for key in keys:
-            if key and not self._dedupe.first(key):
-                fresh = False
-        return fresh
-
-    def _on_message(
+    async def _on_message(
         self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None
     ) -> None:
+        received = self._message_input(body, event, bot_user_id)
+        if received is None:
+            return
+        target, _, ts, _ = received
+        # One claim per message: a retried event, and a mention in a DM that comes both as
+        # app_mention and as message, run once.
+        record = {"kind": "message", "body": body, "event": event, "bot": bot_user_id}
+        await self._journal(received, record, f"slack:message:{target.channel}:{ts}")
+
+    def _message_input(
+        self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None
+    ) -> Received | None:
+        """(where the reply goes, the text, the message ts, its files), or None: not for the
+        bot.
+        """
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if (
             event.get("bot_id")
@@ -256,14 +316,11 @@ class SlackChannel(Channel):
             or not channel
             or not ts
         ):
-            return
-        # A mention in a DM can come both as app_mention and as message: one run.
-        event_id = body.get("event_id")
-        if not self._first(event_id and f"event:{event_id}", f"message:{channel}:{ts}"):
-            return
+            return None
         text = normalize(str(event.get("text") or ""), bot_user_id)
-        if not text.strip():
-            return
+        files = slack_files(event)
+        if not text.strip() and not files:
+            return None
         # Replies go in the thread of the message. In a channel each thread is a conversation;
         # a direct message is one conversation (top level and threads), as a chat with a person.
         thread = str(event.get("thread_ts") or ts)
@@ -275,14 +332,27 @@ class SlackChannel(Channel):
             conversation=channel if direct else f"{channel}:{thread}",
             team=team,
             thread_ts=thread,
+            message_ts=ts,
         )
-        self._spawn(self._handle(target, text, message_id=ts))
+        return target, text, ts, files
 
-    def _on_command(self, command: dict[str, Any]) -> None:
+    async def _on_command(self, command: dict[str, Any]) -> None:
+        name = str(command.get("command") or "").lower()
+        if name == self._umbrella and not str(command.get("text") or "").strip():
+            self._spawn(self._say_usage(command.get("response_url")))  # nothing to run
+            return
+        received = self._command_input(command)
+        if received is None:
+            return
+        trigger = received[2]
+        claim = f"slack:command:{trigger}" if trigger else None
+        await self._journal(received, {"kind": "command", "command": command}, claim)
+
+    def _command_input(self, command: dict[str, Any]) -> Received | None:
         name = str(command.get("command") or "").lower()
         channel, user = command.get("channel_id"), command.get("user_id")
         if not name or not channel or not user:
-            return
+            return None
         text = normalize(str(command.get("text") or ""))
         source = umbrella_source(text) if name == self._umbrella else command_source(name, text)
         # Slash commands cannot be typed in threads: they share the channel's conversation.
@@ -292,21 +362,66 @@ class SlackChannel(Channel):
             conversation=channel,
             team=command.get("team_id"),
             response_url=command.get("response_url"),
+            invocation=command_source(name, str(command.get("text") or "").strip()),
         )
-        self._spawn(self._handle(target, source, message_id=command.get("trigger_id")))
+        return target, source, command.get("trigger_id"), ()
 
-    async def _handle(self, target: Target, text: str, message_id: str | None) -> None:
+    async def _journal(
+        self,
+        received: Received,
+        record: dict[str, Any],
+        claim: str | None,
+    ) -> None:
+        """Journal the input before Slack is acknowledged, then run it in the background."""
+        entry = await self.gateway.accept(self.name, received[0].conversation, record, claim)
+        if entry is None:  # delivered before
+            self.gateway.metrics.dedupe_hit(self.name)
+        else:
+            self._spawn(self._handle(received, entry))
+
+    async def _input(self, received: Received) -> tuple[InboundMessage, SlackSink]:
+        """The message, its files fetched (AttachmentError when they cannot be), and its sink."""
+        target, text, message_id, files = received
+        attachments: tuple[Attachment, ...] = ()
+        if files:
+            assert self.outbox.session is not None  # made at start
+            attachments = await self.files.fetch(self.outbox.session, files)
         message = InboundMessage(
             channel=self.name,
             conversation=target.conversation,
             user=target.user,
             text=text,
             message_id=message_id,
+            attachments=attachments,
             meta={"team": target.team},
         )
-        sink = SlackSink(self.outbox, target)
+        return message, self._sink(target)
+
+    def _sink(self, target: Target) -> SlackSink:
+        return SlackSink(self.outbox, target, self.settings.show_reasoning != "off")
+
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        record = entry.body
+        received: Received | None = None
+        if record.get("kind") == "message":
+            received = self._message_input(record["body"], record["event"], record.get("bot"))
+        elif record.get("kind") == "command":
+            received = self._command_input(record["command"])
+        if received is None:
+            return None
         try:
-            await self.gateway.handle(message, sink)
+            return await self._input(received)
+        except AttachmentError as exc:
+            log.warning("a journaled Slack message cannot run again: %s", exc)
+            return None
+
+    async def _handle(self, received: Received, entry: Entry) -> None:
+        sink = self._sink(received[0])
+        try:
+            message, sink = await self._input(received)
+            await self.gateway.handle(message, sink, entry)
+        except AttachmentError as exc:  # one reply; nothing goes to the runtime
+            await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
         except Exception as exc:  # a bug in the pipeline still reaches the user, once
             log.exception("handling a Slack message failed")
             if not sink.finished:
@@ -318,6 +433,13 @@ class SlackChannel(Channel):
             raise
         finally:
             sink.close()
+            if sink.finished:  # told: nothing left to recover (else the next start runs it)
+                await self.gateway.journal.finish(entry)
+
+    async def _say_usage(self, response_url: str | None) -> None:
+        if response_url:
+            body = {"response_type": "ephemeral", "text": umbrella_usage(self._umbrella)}
+            await respond(self.outbox.session, response_url, body)
 
     async def _answer_permission(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         try:

@@ -15,6 +15,8 @@ from typing import Any
 
 from contract import Command
 from gateway.config import Settings
+from gateway.inventory import usage_hint
+from gateway.runtimes import Runtime
 
 MAX_SLASH_COMMANDS = 50
 MAX_COMMAND_LENGTH = 32  # including the leading "/"
@@ -33,7 +35,14 @@ RESERVED = frozenset(
     }
 )  # fmt: skip
 BOT_EVENTS = ("app_mention", "message.im")
-BOT_SCOPES = ("app_mentions:read", "chat:write", "commands", "im:history")
+BOT_SCOPES = (
+    "app_mentions:read",
+    "chat:write",
+    "commands",
+    "files:read",
+    "im:history",
+    "reactions:write",
+)
 
 
 def slack_command_name(name: str) -> str | None:
@@ -70,7 +79,7 @@ def slash_commands(
             break
         seen.add(name)
         description = command.description or f"Run /{command.name}"
-        entries.append(_entry(name, description, command.hint, url))
+        entries.append(_entry(name, description, usage_hint(command.hint), url))
     return entries
 
 
@@ -87,12 +96,24 @@ def _entry(command: str, description: str, hint: str | None, url: str | None) ->
     return entry
 
 
+def request_url(settings: Settings) -> str | None:
+    """Where Slack posts events and commands; None in Socket Mode, which needs no URL."""
+    if settings.slack_app_token is not None:
+        return None
+    if not settings.slack_public_url:
+        raise ValueError(
+            "slack_public_url is not set: the manifest needs the gateway's public https URL "
+            "(SLASHGATE_SLACK_PUBLIC_URL), unless Slack uses Socket Mode (slack_app_token)"
+        )
+    return settings.slack_public_url.rstrip("/") + EVENTS_PATH
+
+
 def build_manifest(
     commands: Iterable[Command], settings: Settings, name: str = "slashgate"
 ) -> dict[str, Any]:
     """An app manifest (JSON form) for Slack's "Create New App -> From a manifest"."""
     socket_mode = settings.slack_app_token is not None
-    url = None if socket_mode else settings.slack_public_url.rstrip("/") + EVENTS_PATH
+    url = request_url(settings)
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
     interactivity: dict[str, Any] = {"is_enabled": True}
     if url:
@@ -124,14 +145,13 @@ def build_manifest(
     }
 
 
-async def effective_inventory(settings: Settings) -> tuple[Command, ...]:
+async def effective_inventory(settings: Settings, runtime: Runtime) -> tuple[Command, ...]:
     """The inventory the gateway would publish: the runtime's static commands, or the first
     session's when the runtime reports its commands only once a session is open.
     """
     from gateway.core import Gateway
-    from gateway.runtimes import build_runtime
 
-    gateway = Gateway(settings, build_runtime(settings))
+    gateway = Gateway(settings, runtime)
     await gateway.start()
     try:
         menu = gateway.menu()

@@ -5,6 +5,7 @@ reply chunked under Slack's limits; rejections of slash commands only for the on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass, field
@@ -14,12 +15,15 @@ from aiohttp import ClientSession
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage, utf16_len
 from gateway.events import PermissionOption, PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply, ReplySink
 
+from .activity import ActivityPost
+from .manners import QUEUED_REACTION, invocation_line
 from .mrkdwn import TEXT_LIMIT, chunks, escape, to_mrkdwn
-from .web import respond
+from .web import FAILURES, error_code, respond
 
 log = logging.getLogger("slashgate.slack")
 
@@ -37,9 +41,14 @@ _NO_STREAMING = {"unknown_method", "method_deprecated", "not_allowed_token_type"
 
 @dataclass
 class Outbox:
-    """What every sink of the channel shares: the Web API client and streaming settings."""
+    """What every sink of the channel shares: the Web API clients and streaming settings.
+    ``client`` retries what must arrive (final replies, permission prompts); ``previews``
+    (streaming, the message updated while the reply grows) drops a call that fails: the
+    final reply replaces what it would have shown.
+    """
 
     client: AsyncWebClient
+    previews: AsyncWebClient
     update_interval: float = 1.5  # chat.update is Tier 3 (about 50 a minute per channel)
     native_streaming: bool = True  # chat.startStream works until Slack says otherwise
     session: ClientSession | None = field(default=None, repr=False)
@@ -55,6 +64,8 @@ class Target:
     team: str | None = None
     thread_ts: str | None = None  # None: the channel itself (slash commands)
     response_url: str | None = None  # slash commands: ephemeral rejections, fallback posting
+    invocation: str | None = None  # a slash command as typed: its reply says who ran what
+    message_ts: str | None = None  # the user's message (its reactions)
 
 
 def permission_title(event: PermissionRequired) -> str:
@@ -104,18 +115,22 @@ def _button(
     return button
 
 
-def render(reply: Reply) -> list[str]:
+def render(reply: Reply, limit: int = TEXT_LIMIT) -> list[str]:
     """The reply as mrkdwn messages; a plain (non-slash) failure gets the warning prefix."""
     text = to_mrkdwn(reply.text)
     if reply.category is not None and not reply.slash:
         text = WARNING + text
-    return chunks(text)
+    return chunks(text, limit)
 
 
 class SlackSink(ReplySink):
-    def __init__(self, outbox: Outbox, target: Target) -> None:
+    def __init__(self, outbox: Outbox, target: Target, show_reasoning: bool = True) -> None:
         self.outbox = outbox
         self.target = target
+        self.activity = ActivityPost(self, show_reasoning)
+        self._lead = invocation_line(target)
+        self._lead_ts: str | None = None  # the message that starts with it
+        self._queued = False  # the user's message shows the "queued" reaction
         self.finished = False
         self._accepted = False
         self._parts: list[str] = []
@@ -138,7 +153,13 @@ class SlackSink(ReplySink):
     ) -> None:
         self._accepted = True
 
+    async def queued(self, ahead: int) -> None:
+        # Only messages queue (a slash command on a busy session is refused): mark the message.
+        if self.target.message_ts is not None:
+            self._queued = await self._react("reactions_add")
+
     async def delta(self, text: str) -> None:
+        self.activity.progress()
         self._parts.append(text)
         if self._via_response_url:  # a response_url takes 5 messages: keep them for the reply
             return
@@ -148,13 +169,20 @@ class SlackSink(ReplySink):
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
             blocks = permission_blocks(event, self.target)
-            if await self._post(f":lock: {permission_title(event)}", blocks=blocks) is None:
+            if await self.post(f":lock: {permission_title(event)}", blocks=blocks) is None:
                 # Without a message the user would not know the turn waits for them.
-                await self._post(permission_text(event))
+                await self.post(permission_text(event))
+        else:
+            self.activity.update(event)
 
     async def final(self, reply: Reply) -> None:
         self.finished = True
         await self._settle()
+        await self.activity.finish()
+        if self._queued:
+            await self._react("reactions_remove")
+        if reply.usage is not None:
+            reply = dataclasses.replace(reply, text=with_usage(reply.text, reply.usage))
         if not self._accepted and reply.category is not None and self.target.response_url:
             # A rejected slash command: only its author sees it, as Slack does for its own.
             for text in render(reply)[:5]:
@@ -166,18 +194,25 @@ class SlackSink(ReplySink):
             return
         if self._stream_ts is not None and await self._finish_stream(reply):
             return
-        messages = render(reply)
+        edit = self._message_ts if reply.category is None else None
+        messages = render(reply, TEXT_LIMIT - self._room(edit))
         if self._message_ts is not None and reply.category is None:
-            await self._update(self._message_ts, messages[0])
+            if not await self.update(self._message_ts, messages[0]):
+                return
             messages = messages[1:]
         for text in messages:
-            await self._post(text)
+            if await self.post(text) is None:
+                return  # logged; the rest of a reply with a hole would mislead
+
+    async def aclose(self) -> None:
+        self.close()
 
     def close(self) -> None:
         """The input is over (even if it ended without a final reply): stop streaming."""
         self._closing = True
         if self._flusher is not None and not self._flusher.done():
             self._flusher.cancel()
+        self.activity.cancel()
 
     # -- streaming -------------------------------------------------------------------------
 
@@ -194,8 +229,11 @@ class SlackSink(ReplySink):
                         self._waiting = False
             try:
                 await (self._append() if self._native else self._preview())
+            except FAILURES as exc:  # a preview is best effort: the final reply still goes
+                log.warning("streaming in %s stopped: %s", self.target.channel, error_code(exc))
+                return
             except Exception:
-                log.warning("streaming a reply to %s failed", self.target.channel, exc_info=True)
+                log.exception("streaming a reply to %s failed", self.target.channel)
                 return
             finally:
                 self._last_flush = loop.time()
@@ -218,7 +256,7 @@ class SlackSink(ReplySink):
     async def _append(self) -> None:
         text = "".join(self._parts)
         pending = text[self._streamed :]
-        client = self.outbox.client
+        client = self.outbox.previews
         if self._stream_ts is None:
             first = pending[:STREAM_LIMIT]
             try:
@@ -231,7 +269,7 @@ class SlackSink(ReplySink):
                     recipient_team_id=self.target.team if recipient else None,
                 )
             except SlackApiError as exc:
-                error = str(exc.response.get("error", ""))
+                error = error_code(exc)
                 if error in _NO_STREAMING:
                     self.outbox.native_streaming = False
                 log.info("chat.startStream unavailable (%s); updating a message instead", error)
@@ -247,7 +285,7 @@ class SlackSink(ReplySink):
                 await client.chat_appendStream(
                     channel=self.target.channel, ts=self._stream_ts, markdown_text=piece
                 )
-            except SlackApiError:
+            except FAILURES:
                 self._stream_broken = True
                 raise
             self._streamed += len(piece)
@@ -274,8 +312,8 @@ class SlackSink(ReplySink):
             await client.chat_stopStream(
                 channel=self.target.channel, ts=self._stream_ts, markdown_text=pieces[-1] or None
             )
-        except SlackApiError:
-            log.warning("closing the stream in %s failed", self.target.channel, exc_info=True)
+        except FAILURES as exc:  # the reply is posted whole instead
+            log.warning("closing the stream in %s failed: %s", self.target.channel, error_code(exc))
             return False
         return complete
 
@@ -283,39 +321,85 @@ class SlackSink(ReplySink):
         """chat.update fallback: one message showing the reply so far, cut to one chunk."""
         markdown = "".join(self._parts)
         rendered = to_mrkdwn(markdown)
-        if utf16_len(rendered) > TEXT_LIMIT:
-            rendered = chunks(rendered, TEXT_LIMIT - 2)[0] + " …"
+        limit = TEXT_LIMIT - self._room(self._message_ts)
+        if utf16_len(rendered) > limit:
+            rendered = chunks(rendered, limit - 2)[0] + " …"
         if self._message_ts is None:
-            self._message_ts = await self._post(rendered, preview=True)
+            self._message_ts = await self.post(rendered, preview=True)
             if self._message_ts is None:  # no message to update: the final reply says it all
                 self._closing = True
         else:
-            await self._update(self._message_ts, rendered)
+            await self.update(self._message_ts, rendered, preview=True)
         self._shown = markdown
 
     # -- Web API ---------------------------------------------------------------------------
 
-    async def _post(
+    async def _react(self, method: str) -> bool:
+        """Add or remove the "queued" reaction on the user's message; True when it went."""
+        try:
+            await getattr(self.outbox.client, method)(
+                channel=self.target.channel,
+                timestamp=self.target.message_ts,
+                name=QUEUED_REACTION,
+            )
+            return True
+        except FAILURES as exc:
+            log.info("%s in %s: %s", method, self.target.channel, error_code(exc))
+            return False
+
+    def _leads(self, ts: str | None) -> bool:
+        """The message ``ts`` (None: the next one posted) starts with the lead."""
+        return self._lead is not None and ts == self._lead_ts
+
+    def _room(self, ts: str | None) -> int:
+        """What the lead takes of message ``ts``'s length."""
+        return utf16_len(self._lead) + 1 if self._lead and self._leads(ts) else 0
+
+    def _with_lead(
+        self, ts: str | None, text: str, blocks: list[dict[str, Any]] | None
+    ) -> tuple[str, list[dict[str, Any]] | None]:
+        """The first message of a slash command's reply says who ran what."""
+        if self._lead is None or not self._leads(ts):
+            return text, blocks
+        if blocks is not None:
+            lead = {"type": "context", "elements": [{"type": "mrkdwn", "text": self._lead}]}
+            blocks = [lead, *blocks]
+        return f"{self._lead}\n{text}", blocks
+
+    async def post(
         self, text: str, blocks: list[dict[str, Any]] | None = None, preview: bool = False
     ) -> str | None:
+        first = self._leads(None)
+        ts = await self._post(text, blocks, preview, first)
+        if first and ts:
+            self._lead_ts = ts
+        elif first and ts == "":
+            self._lead = None  # through a response_url: Slack shows the command itself
+        return ts
+
+    async def _post(
+        self, text: str, blocks: list[dict[str, Any]] | None, preview: bool, lead: bool
+    ) -> str | None:
         """Post in the thread (or the channel): the message's ts, ``""`` when it went through
-        a response_url (no ts), None when it was not posted. Where the bot may not post, a
-        slash command's response_url takes the message instead, except previews: it takes
-        only five.
+        a response_url (no ts), None when it was not posted (logged). Where the bot may not
+        post, a slash command's response_url takes the message instead, except previews: it
+        takes only five.
         """
         if not self._via_response_url:
+            client = self.outbox.previews if preview else self.outbox.client
+            led, led_blocks = self._with_lead(None, text, blocks) if lead else (text, blocks)
             try:
-                response = await self.outbox.client.chat_postMessage(
+                response = await client.chat_postMessage(
                     channel=self.target.channel,
-                    text=text,
+                    text=led,
                     thread_ts=self.target.thread_ts,
-                    blocks=blocks,
+                    blocks=led_blocks,
                 )
                 return str(response["ts"])
-            except SlackApiError as exc:
-                error = exc.response.get("error")
+            except FAILURES as exc:
+                error = error_code(exc)
                 if error not in _CANNOT_POST or not self.target.response_url:
-                    log.warning("chat.postMessage to %s failed: %s", self.target.channel, error)
+                    self._failed(f"chat.postMessage: {error}", preview)
                     return None
                 self._via_response_url = True
         if preview:
@@ -324,11 +408,33 @@ class SlackSink(ReplySink):
         body: dict[str, Any] = {"response_type": "in_channel", "text": text}
         if blocks:
             body["blocks"] = blocks
-        return "" if await respond(self.outbox.session, self.target.response_url, body) else None
+        if await respond(self.outbox.session, self.target.response_url, body):
+            return ""
+        self._failed("response_url", preview)
+        return None
 
-    async def _update(self, ts: str, text: str) -> None:
+    async def update(
+        self,
+        ts: str,
+        text: str,
+        blocks: list[dict[str, Any]] | None = None,
+        preview: bool = False,
+    ) -> bool:
+        """Edit message ``ts``; False when it could not be (logged)."""
+        text, blocks = self._with_lead(ts, text, blocks)
+        client = self.outbox.previews if preview else self.outbox.client
         try:
-            await self.outbox.client.chat_update(channel=self.target.channel, ts=ts, text=text)
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            log.warning("chat.update in %s failed: %s", self.target.channel, error)
+            await client.chat_update(channel=self.target.channel, ts=ts, text=text, blocks=blocks)
+        except FAILURES as exc:
+            self._failed(f"chat.update: {error_code(exc)}", preview)
+            return False
+        return True
+
+    def _failed(self, what: str, preview: bool) -> None:
+        """One line: a preview is dropped (WARNING), a reply that must arrive was tried
+        again already and is lost (ERROR).
+        """
+        if preview:
+            log.warning("preview in %s dropped (%s)", self.target.channel, what)
+        else:
+            log.error("message in %s not delivered (%s)", self.target.channel, what)

@@ -1,4 +1,13 @@
-"""Slack Web API and ``response_url`` clients, with HTTP 429 ``Retry-After`` waited out."""
+"""Slack Web API and ``response_url`` clients: HTTP 429 ``Retry-After`` waited out, and for
+what must arrive, transient failures tried again (``gateway.backoff``).
+
+Transient: a 5xx, an answer that is not the Web API's JSON (a proxy's HTML error page,
+whatever its status), a connection refused, reset or closed mid-answer, a call that timed
+out. A dropped connection or a timeout after the request went out is ambiguous (Slack may
+have posted the message): chat.postMessage is sent again all the same, since a repeated
+message beats a missing one and Slack has no idempotency key; chat.appendStream is not
+(it would repeat text inside the message), and the sink falls back to posting the reply.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +15,23 @@ import asyncio
 import logging
 from typing import Any
 
-from aiohttp import ClientSession
-from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
+from aiohttp import (
+    ClientConnectionError,
+    ClientConnectorError,
+    ClientPayloadError,
+    ClientSession,
 )
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
+from slack_sdk.webhook.webhook_response import WebhookResponse
+
+from gateway.backoff import Backoff, retrying
 
 log = logging.getLogger("slashgate.slack")
 # A response_url is a capability (whoever has it may post): slack_sdk logs request URLs at
@@ -26,10 +41,17 @@ _webhook_log.setLevel(logging.INFO)
 
 MAX_RATE_LIMIT_RETRIES = 3
 MAX_RETRY_AFTER = 60.0  # seconds; Slack's per-minute windows never ask for more
+RETRY = Backoff()  # for what must arrive
+NOT_REPEATABLE = {"chat.appendStream"}  # sent twice, the text shows twice
+# Whatever a failed Web API call raises, once the handlers have given up.
+FAILURES = (SlackApiError, ClientConnectionError, ClientPayloadError, asyncio.TimeoutError)
 
 
-class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
-    """Waits exactly the ``Retry-After`` Slack asks for (the built-in adds up to a second)."""
+class _Waiting(AsyncRetryHandler):
+    """A handler that, once it said a call may be tried again, waits ``wait(...)`` seconds."""
+
+    def wait(self, state: RetryState, response: HttpResponse | None) -> float:
+        raise NotImplementedError
 
     async def prepare_for_next_attempt_async(
         self,
@@ -39,11 +61,16 @@ class RetryAfterHandler(AsyncRateLimitErrorRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> None:
-        if response is None:
-            raise error or RuntimeError("rate limited without a response")
         state.next_attempt_requested = True
-        await asyncio.sleep(retry_after(response.headers))
+        await asyncio.sleep(self.wait(state, response))
         state.increment_current_attempt()
+
+
+class RetryAfterHandler(_Waiting, AsyncRateLimitErrorRetryHandler):
+    """Waits exactly the ``Retry-After`` Slack asks for (the built-in adds up to a second)."""
+
+    def wait(self, state: RetryState, response: HttpResponse | None) -> float:
+        return 1.0 if response is None else retry_after(response.headers)
 
 
 def retry_after(headers: dict[str, Any]) -> float:
@@ -58,27 +85,118 @@ def retry_after(headers: dict[str, Any]) -> float:
     return 1.0
 
 
-def retry_handlers() -> list[AsyncRetryHandler]:
-    return [
-        AsyncConnectionErrorRetryHandler(),
-        RetryAfterHandler(max_retry_count=MAX_RATE_LIMIT_RETRIES),
-    ]
+class TransientErrorHandler(_Waiting):
+    """Tries a call again after a transient failure (see the module's docstring), within
+    the bounds of ``policy``; each retry is logged at INFO.
+    """
+
+    def __init__(self, policy: Backoff) -> None:
+        super().__init__(max_retry_count=policy.attempts - 1)
+        self.policy = policy
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        method = request.url.rsplit("/", 1)[-1]
+        reason = transient(method, response, error)
+        if reason is None:
+            return False
+        now = asyncio.get_running_loop().time()
+        values = state.custom_values = state.custom_values or {}
+        first_failure = values.setdefault("first_failure", now)
+        delay = self.policy.delay(state.current_attempt)
+        if not self.policy.allows(now + delay - first_failure):
+            return False
+        values["delay"] = delay
+        log.info("%s failed (%s): trying again in %.1f s", method, reason, delay)
+        return True
+
+    def wait(self, state: RetryState, response: HttpResponse | None) -> float:
+        return float((state.custom_values or {}).get("delay", 0.0))
 
 
-def web_client(base_url: str, token: str | None) -> AsyncWebClient:
+def transient(method: str, response: HttpResponse | None, error: Exception | None) -> str | None:
+    """What went wrong, when another attempt may cure it; None otherwise."""
+    if error is not None:
+        if isinstance(error, SlackApiError):  # slack_sdk's word for a body it could not parse
+            return "an answer that is not JSON"
+        if isinstance(error, ClientConnectorError):  # not sent: always safe to send again
+            return type(error).__name__
+        if isinstance(error, (ClientConnectionError, ClientPayloadError, asyncio.TimeoutError)):
+            return None if method in NOT_REPEATABLE else type(error).__name__
+        return None
+    if response is None or response.status_code == 429:
+        return None
+    if response.status_code >= 500:
+        return f"HTTP {response.status_code}"
+    if response.body is None:
+        return f"HTTP {response.status_code}, not JSON"
+    return None
+
+
+def retry_handlers(policy: Backoff | None) -> list[AsyncRetryHandler]:
+    """Flood control always; transient failures too when a ``policy`` is given."""
+    handlers: list[AsyncRetryHandler] = [RetryAfterHandler(max_retry_count=MAX_RATE_LIMIT_RETRIES)]
+    if policy is not None:
+        handlers.append(TransientErrorHandler(policy))
+    return handlers
+
+
+def web_client(base_url: str, token: str | None, *, persistent: bool = True) -> AsyncWebClient:
+    """A Web API client; ``persistent`` for what must arrive, else (previews) a transient
+    failure drops the call.
+    """
     url = base_url if base_url.endswith("/") else base_url + "/"
-    return AsyncWebClient(token=token, base_url=url, retry_handlers=retry_handlers())
+    handlers = retry_handlers(RETRY if persistent else None)
+    return AsyncWebClient(token=token, base_url=url, retry_handlers=handlers)
+
+
+def error_code(exc: BaseException) -> str:
+    """Slack's error code when the answer was the Web API's JSON, else what went wrong."""
+    if isinstance(exc, SlackApiError):
+        data = getattr(exc.response, "data", None)
+        if isinstance(data, dict) and data.get("error"):
+            return str(data["error"])
+        status = getattr(exc.response, "status_code", None) or getattr(exc.response, "status", None)
+        return f"HTTP {status}, not the Web API's JSON"
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}"[:200]
+
+
+class _ServerError(Exception):
+    """A response_url answered 5xx (slack_sdk's webhook client retries only 429 itself)."""
+
+
+def _respond_transient(exc: Exception) -> str | None:
+    if isinstance(exc, _ServerError):
+        return f"response_url failed (HTTP {exc})"
+    reason = transient("response_url", None, exc)
+    return None if reason is None else f"response_url failed ({reason})"
 
 
 async def respond(session: ClientSession | None, response_url: str, body: dict[str, Any]) -> bool:
-    """POST a message to a slash command's or an action's ``response_url``."""
+    """POST a message to a slash command's or an action's ``response_url``, persistently."""
     client = AsyncWebhookClient(
-        response_url, session=session, logger=_webhook_log, retry_handlers=retry_handlers()
+        response_url, session=session, logger=_webhook_log, retry_handlers=retry_handlers(None)
     )
-    try:
+
+    async def send() -> WebhookResponse:
         result = await client.send_dict(body)
-    except Exception:
-        log.warning("response_url request failed", exc_info=True)
+        if result.status_code >= 500:
+            raise _ServerError(result.status_code)
+        return result
+
+    try:
+        result = await retrying(send, _respond_transient, RETRY)
+    except (_ServerError, *FAILURES) as exc:
+        reason = f"HTTP {exc}" if isinstance(exc, _ServerError) else error_code(exc)
+        log.warning("response_url request failed: %s", reason)
         return False
     if result.status_code >= 300:
         log.warning("response_url answered %s: %s", result.status_code, result.body[:200])

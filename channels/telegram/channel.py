@@ -14,25 +14,35 @@ import hmac
 import json
 import logging
 import re
+from dataclasses import replace
 
 from aiogram import Bot, Dispatcher, Router
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramAPIError
+from aiogram.exceptions import AiogramError, TelegramAPIError
+from aiogram.methods.base import Response
 from aiogram.types import CallbackQuery, Message, MessageEntity, Update, User
 from aiohttp import web
 from pydantic import ValidationError
 
 from contract import Command, utf16_len
+from gateway.attachments import AttachmentError
+from gateway.body import BodyError, read_body
 from gateway.channel import Channel
 from gateway.config import Settings
 from gateway.core import Gateway
-from gateway.inbound import InboundMessage
+from gateway.inbound import InboundMessage, ReplySink
+from gateway.openapi import document
+from gateway.state import Entry, StoreUnavailable
 
-from .delivery import Requests, Target, Throttle
+from .delivery import Requests, Target, Throttle, describe
+from .docs import operations
+from .files import FileRef, TelegramFiles, file_refs
 from .intake import Intake
+from .manners import OTHER_CONTENT, Manners
 from .menu import Menu
 from .menus import Menus
+from .metering import Metered
 from .permissions import Permissions
 from .sink import TelegramSink
 
@@ -43,6 +53,10 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MENU_DEBOUNCE = 1.0  # seconds: a burst of inventory changes is published once
 POLL_TIMEOUT = 25  # seconds a getUpdates call waits for news
 MAX_IN_FLIGHT = 256  # updates processed at once; past it the webhook answers 503 (redelivered)
+# aiogram reads every answer as Response[<the method's result type>], and pydantic keeps such
+# parametrized models only while something refers to them: without these references each
+# garbage collection dropped them and the next calls built the model classes again.
+_RESPONSES = (Response[Message], Response[bool], Response[Message | bool], Response[User])
 
 
 class TelegramChannel(Channel):
@@ -54,18 +68,26 @@ class TelegramChannel(Channel):
             raise ValueError("the Telegram channel needs SLASHGATE_TELEGRAM_TOKEN")
         secret = settings.telegram_secret  # required in webhook mode (Settings checks it)
         self._secret = secret.get_secret_value().encode() if secret else b""
-        session = AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base))
+        session = AiohttpSession(
+            api=TelegramAPIServer.from_base(settings.telegram_api_base),
+            timeout=settings.platform_timeout,
+        )
         session.middleware(Requests())
+        session.middleware(Metered(gateway.metrics))
         self.bot = Bot(settings.telegram_token.get_secret_value(), session=session)
-        self.intake = Intake(MAX_IN_FLIGHT)
+        self.intake = Intake(gateway, self.name, MAX_IN_FLIGHT)
         self.dispatcher = Dispatcher()
         self.dispatcher.update.outer_middleware(self.intake)
         router = Router(name="slashgate")
+        self.manners = Manners(self)
+        router.message.register(self.manners.on_other, OTHER_CONTENT)
+        router.edited_message.register(self.manners.on_edited)
         router.message.register(self._on_message)
         router.callback_query.register(self._on_callback)
         self.dispatcher.include_router(router)
 
         self.throttle = Throttle(settings.telegram_edit_interval)
+        self.files = TelegramFiles(self.bot, settings)
         self.permissions = Permissions(self.bot, gateway, self.name)
         self.drafts = True  # sendMessageDraft available (until the server says otherwise)
         self.menu_debounce = MENU_DEBOUNCE
@@ -74,6 +96,10 @@ class TelegramChannel(Channel):
         self._mention: re.Pattern[str] | None = None
         self._polling: asyncio.Task[None] | None = None
         self._stopping = False
+        self._registered = False  # the webhook was set (webhook mode with telegram_webhook_url)
+        # Polling, the webhook registration and the default menu are one replica's work.
+        self.leader = False
+        self._leading: asyncio.Task[None] | None = None
 
     def describe(self) -> str:
         where = f"POST {WEBHOOK_PATH}" if self.settings.telegram_mode == "webhook" else "polling"
@@ -85,6 +111,28 @@ class TelegramChannel(Channel):
     def mount(self, app: web.Application) -> None:
         if self.settings.telegram_mode == "webhook":
             app.router.add_post(WEBHOOK_PATH, self._webhook)
+            document(app, *operations(WEBHOOK_PATH, SECRET_HEADER))
+
+    async def readiness(self) -> str | None:
+        if self._stopping:
+            return "stopping"
+        if self.me is None:
+            return "the Bot API has not answered getMe yet"
+        if not self.leader:  # another replica polls and registers the webhook
+            return None
+        if self.settings.telegram_mode == "polling":
+            if self._polling is None or self._polling.done():
+                return "long polling is not running"
+        elif self.settings.telegram_webhook_url and not self._registered:
+            return "the webhook is not registered (setWebhook)"
+        return None
+
+    async def check(self) -> str:
+        try:
+            me = await self.bot.me()
+        finally:
+            await self.bot.session.close()
+        return f"@{me.username} (id {me.id})"
 
     async def start(self) -> None:
         try:
@@ -99,9 +147,20 @@ class TelegramChannel(Channel):
         self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
+        self.gateway.labelers[self.name] = self.menu_name
         menu = self.gateway.menu()
-        if menu is not None:  # None: the runtime has not answered yet, publish nothing
+        if menu is not None:
             self.menus.default.menu = Menu.build(menu)
+        if self.gateway.journal.shared:  # replicas: whichever holds the lease does this part
+            self._leading = asyncio.create_task(
+                self.gateway.journal.lead("telegram:leader", self._elected, self._deposed)
+            )
+        else:
+            await self._elected()
+
+    async def _elected(self) -> None:
+        self.leader = True
+        if self.gateway.menu() is not None:  # None: the runtime has not answered yet
             await self.menus.default.publish()
         if self.settings.telegram_mode == "polling":
             await self._start_polling()
@@ -111,8 +170,14 @@ class TelegramChannel(Channel):
                 secret_token=self._secret.decode(),
                 allowed_updates=self.dispatcher.resolve_used_update_types(),
             )
+            self._registered = True
+
+    async def _deposed(self) -> None:
+        self.leader = False
+        await self._stop_polling()
 
     async def _start_polling(self) -> None:
+        self.intake.patient = True  # Telegram keeps an update until the next offset: wait
         await self.bot.delete_webhook(drop_pending_updates=False)  # getUpdates refuses otherwise
         started = asyncio.Event()
         self.dispatcher.startup.register(started.set)
@@ -131,12 +196,18 @@ class TelegramChannel(Channel):
         if self._polling.done():
             self._polling.result()  # it failed to start: say why
 
-    async def stop(self) -> None:
-        self._stopping = True
+    async def _stop_polling(self) -> None:
         if self._polling is not None and not self._polling.done():
             # Not cancel(): aiogram stops its own polling tasks only when asked to stop.
             await self.dispatcher.stop_polling()
             await self._polling
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._leading is not None:
+            self._leading.cancel()
+            await asyncio.gather(self._leading, return_exceptions=True)
+        await self._stop_polling()
         await self.menus.aclose()
         # The core has cancelled the turns already (Gateway.stop_runs): what is left is
         # their replies going out. Past the grace they are cancelled, and logged.
@@ -165,36 +236,63 @@ class TelegramChannel(Channel):
             return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
         if self._stopping or self.gateway.closing or self.intake.full:  # Telegram redelivers
             return _error(503, "busy, retry later", headers={"Retry-After": "1"})
-        limit = self.settings.webhook_max_body
-        body = await request.content.read(limit + 1)
-        if len(body) > limit:
-            return _error(413, f"update over the limit of {limit} bytes")
+        try:
+            body = await read_body(request, self.settings.webhook_max_body)
+        except BodyError as exc:
+            return _error(exc.status, exc.message)
         try:
             data = json.loads(body)
             update = Update.model_validate(data, context={"bot": self.bot})
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError) as exc:
             reason = "not an update" if isinstance(exc, ValidationError) else "not JSON"
             return _error(400, f"request body is {reason}")
-        await self.dispatcher.feed_update(self.bot, update)
+        try:
+            await self.dispatcher.feed_update(self.bot, update)
+        except StoreUnavailable as exc:  # not journaled: Telegram must deliver it again
+            log.warning("update %d not taken: %s", update.update_id, exc)
+            return _error(503, "the gateway's store is unavailable", headers={"Retry-After": "1"})
         return web.json_response({"ok": True})
 
     # -- updates --------------------------------------------------------------------------
 
-    async def _on_message(self, message: Message) -> None:
+    async def _on_message(self, message: Message, entry: Entry | None = None) -> None:
+        collected = await self.files.collect(message)  # an album is one message
+        if collected is None:
+            return
+        message, files = collected
+        received = self._received(message, files)
+        if received is None:
+            return
+        inbound, sink = received
+        try:
+            try:
+                inbound = replace(inbound, attachments=await self.files.fetch(files))
+            except AttachmentError as exc:  # one reply; nothing goes to the runtime
+                await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
+                return
+            await self.gateway.handle(inbound, sink, entry)
+        finally:  # also when cancelled at shutdown, or the core failed before its final
+            await sink.aclose()
+
+    def _received(
+        self, message: Message, files: list[FileRef]
+    ) -> tuple[InboundMessage, TelegramSink] | None:
+        """The input (without its files' bytes yet) and its sink, or None when the message is
+        not for the bot.
+        """
         text = message.text if message.text is not None else message.caption
-        if text is None or message.from_user is None or self.me is None:
-            return  # no text (stickers, service messages) or not from a person
+        if (text is None and not files) or message.from_user is None or self.me is None:
+            return None  # nothing to send (stickers, service messages) or not from a person
+        text = text or ""
         if message.from_user.id == self.me.id:
-            return
-        private = message.chat.type == "private"
-        if not private and not self._addressed(message, text):
-            return
+            return None
+        target = Target.of(message)
+        if not target.private and not self._addressed(message, text):
+            return None
         text = self._strip_mention(text)
-        if not text.strip():
-            return
+        if not text.strip() and not files:
+            return None
         text = self.menus.for_chat(message.chat.id).rewrite(text)
-        thread = message.message_thread_id if message.is_topic_message else None
-        target = Target(message.chat.id, thread, message.message_id, private)
         inbound = InboundMessage(
             channel=self.name,
             conversation=target.conversation,
@@ -204,17 +302,36 @@ class TelegramChannel(Channel):
             bot_username=self.me.username,
             meta={"chat_type": message.chat.type},
         )
-        sink = TelegramSink(self, target, message.from_user.id)
+        return inbound, TelegramSink(self, target, message.from_user.id)
+
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        """A journaled message again, its files fetched again (an album's items each alone)."""
         try:
-            await self.gateway.handle(inbound, sink)
-        finally:  # also when cancelled at shutdown, or the core failed before its final
+            update = Update.model_validate(entry.body["update"], context={"bot": self.bot})
+        except (KeyError, ValidationError):
+            return None
+        if update.message is None:
+            return None
+        files = file_refs(update.message)
+        received = self._received(update.message, files)
+        if received is None:
+            return None
+        inbound, sink = received
+        try:
+            return replace(inbound, attachments=await self.files.fetch(files)), sink
+        except AttachmentError as exc:
+            log.warning("a journaled Telegram message cannot run again: %s", exc)
             await sink.aclose()
+            return None
 
     async def _on_callback(self, query: CallbackQuery) -> None:
-        if Permissions.handles(query):
-            await self.permissions.answer(query)
-        else:
-            await self.bot.answer_callback_query(query.id)
+        try:
+            if Permissions.handles(query):
+                await self.permissions.answer(query)
+            else:
+                await self.bot.answer_callback_query(query.id)
+        except AiogramError as exc:  # the choice reached the runtime; only its echo is lost
+            log.warning("answering a button press failed: %s", describe(exc))
 
     def _addressed(self, message: Message, text: str) -> bool:
         """In groups: commands always; other text when the bot is mentioned or replied to
@@ -259,8 +376,19 @@ class TelegramChannel(Channel):
         """The gateway's inventory listener: the default menu (not once stopping: the bot
         session is closing).
         """
-        if not self._stopping:
+        if self._stopping:
+            return
+        if self.leader:
             self.menus.default.update(inventory)
+        else:  # names typed back from the menu work on every replica
+            self.menus.default.menu = Menu.build(inventory)
+
+    def menu_name(self, conversation: str, name: str) -> str | None:
+        """How /help spells a command here: its menu name, which clients make tappable."""
+        chat = conversation.partition(":")[0]
+        with contextlib.suppress(ValueError):
+            return self.menus.for_chat(int(chat)).names.get(name)
+        return None
 
     def conversation_changed(self, key: str, inventory: tuple[Command, ...]) -> None:
         """The gateway's conversation listener: a chat's own commands go to that chat's menu

@@ -1,6 +1,7 @@
 """Talking to the Bot API the way Telegram wants: keep the token out of errors, wait out 429s,
-retry what must arrive after a network error or a 5xx, fall back to plain text when the
-entities are refused, treat "message is not modified" as done, pace edits per chat.
+retry what must arrive after a network error, a 5xx or an answer that is not JSON, fall back
+to plain text when the entities are refused, treat "message is not modified" as done, pace
+edits per chat.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from aiogram.methods import TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
+from gateway.backoff import Backoff, retrying
 from gateway.store import BoundedTTLMap
 
 from .render import Chunk
@@ -39,19 +41,18 @@ from .render import Chunk
 log = logging.getLogger("slashgate.telegram")
 
 HTML = "HTML"
-RETRIES = 4  # further attempts after a network error or a 5xx, for what must arrive
-RETRY_BASE = 0.5  # seconds before the first of them, doubling after each
-RETRY_WITHIN = 15.0  # seconds: no attempt starts later than this after the first
+RETRY = Backoff()  # for what must arrive: network errors, 5xx, answers that are not JSON
+FLOOD_WAITS = 5  # flood control waited out at most this many times for one request
 
 T = TypeVar("T")
 
 
 class Requests(BaseRequestMiddleware):
     """What every Bot API request gets. Flood control (429) says how long to wait: wait that
-    long and send again, never drop. Any other error leaves without the token: it is part of
-    every request URL, and aiohttp's errors quote the URL (aiogram copies their text into
-    TelegramNetworkError), so it is taken out before anything logs the error, aiogram's
-    polling loop included.
+    long and send again, up to FLOOD_WAITS times for one request. Any other error leaves
+    without the token: it is part of every request URL, and aiohttp's errors quote the URL
+    (aiogram copies their text into TelegramNetworkError), so it is taken out before anything
+    logs the error, aiogram's polling loop included.
     """
 
     async def __call__(
@@ -60,10 +61,14 @@ class Requests(BaseRequestMiddleware):
         bot: Bot,
         method: TelegramMethod[TelegramType],
     ) -> Any:
+        waits = 0
         while True:
             try:
                 return await make_request(bot, method)
             except TelegramRetryAfter as exc:
+                waits += 1
+                if waits > FLOOD_WAITS:
+                    raise
                 log.warning(
                     "Telegram flood control on %s: retrying in %d s",
                     method.__api_method__,
@@ -96,25 +101,36 @@ def _redact(exc: AiogramError, secrets: tuple[str, ...]) -> None:
             exc.__suppress_context__ = True
 
 
-async def persistently(send: Callable[[], Awaitable[T]]) -> T:
-    """Call ``send``; after a network error or a 5xx (usually brief) call it again, a few times
-    with backoff, within RETRY_WITHIN seconds. For what the user must get: a network error
-    can hide a request that went through, and a repeated message beats a missing one.
+def transient(exc: Exception) -> str | None:
+    """What went wrong, when another attempt may cure it: a network error (refused, reset,
+    closed mid-answer, timed out), a 5xx, or an answer that is not the Bot API's JSON (a
+    proxy's HTML error page, whatever its status). None for anything else.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + RETRY_WITHIN
-    delay = RETRY_BASE
-    for _ in range(RETRIES):
-        try:
-            return await send()
-        except (TelegramNetworkError, TelegramServerError) as exc:
-            if isinstance(exc, TelegramEntityTooLarge) or loop.time() + delay > deadline:
-                raise
-            name = exc.method.__api_method__
-            log.warning("%s failed (%s): trying again in %.1f s", name, exc.message, delay)
-        await asyncio.sleep(delay)
-        delay *= 2
-    return await send()
+    if isinstance(exc, TelegramEntityTooLarge):
+        return None
+    if isinstance(exc, (TelegramNetworkError, TelegramServerError)):
+        return f"{exc.method.__api_method__} failed ({exc.message})"
+    if isinstance(exc, ClientDecodeError):
+        return f"a Bot API call failed ({describe(exc)})"
+    return None
+
+
+def describe(exc: AiogramError) -> str:
+    """One line for the log (the token is already out: see ``Requests``)."""
+    if isinstance(exc, DetailedAiogramError):
+        return exc.message[:300]
+    if isinstance(exc, ClientDecodeError):
+        return "the answer is not the Bot API's JSON"
+    return type(exc).__name__
+
+
+async def persistently(send: Callable[[], Awaitable[T]]) -> T:
+    """Call ``send``; after a transient failure, call it again within the bounds of ``RETRY``.
+    For what the user must get. A network error after the request went out can hide a
+    request that went through: Telegram has no idempotency key, and a repeated message beats
+    a missing one (docs/decisions.md).
+    """
+    return await retrying(send, transient, RETRY)
 
 
 class Throttle:
@@ -141,6 +157,12 @@ class Target:
     thread_id: int | None = None
     reply_to: int | None = None  # answered message, quoted in groups
     private: bool = False
+
+    @classmethod
+    def of(cls, message: Message) -> Target:
+        """Where the reply to ``message`` goes."""
+        thread = message.message_thread_id if message.is_topic_message else None
+        return cls(message.chat.id, thread, message.message_id, message.chat.type == "private")
 
     @property
     def conversation(self) -> str:

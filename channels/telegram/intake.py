@@ -1,9 +1,13 @@
-"""Taking updates in: once per update_id, processed in the background, a bounded number at once.
+"""Taking updates in: journaled once per update_id, processed in the background, a bounded
+number at once.
 
-An aiogram outer middleware on updates, so the webhook and long polling share it: it drops a
-redelivered update, then hands the rest of the pipeline to a background task and returns at
-once (the webhook answers 200 fast; polling fetches on). Stopping lets the tasks finish for
-a grace period, then cancels the rest and logs each one cancelled: its reply is lost.
+An aiogram outer middleware on updates, so the webhook and long polling share it. A message
+is written to the gateway's journal, claiming its update_id, before Telegram is answered
+(the webhook's 200, or polling's next offset); a redelivered update finds its id claimed and
+is dropped, also after a restart. Other updates (button presses) only claim their id. Then
+the rest of the pipeline runs in a background task. Stopping lets the tasks finish for a
+grace period, then cancels the rest and logs each one: it stays in the journal, and the next
+start recovers it.
 """
 
 from __future__ import annotations
@@ -12,25 +16,35 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
-from gateway.store import DedupeWindow
+from gateway.state import Entry, StoreUnavailable
 from gateway.tasks import BackgroundTasks
+
+from .delivery import Target
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.telegram")
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
+STORE_RETRY_CAP = 5.0  # seconds between tries of a store that is down, while polling
+
 
 class Intake(BaseMiddleware):
-    def __init__(self, max_in_flight: int = 256, dedupe: DedupeWindow | None = None) -> None:
-        self._dedupe = dedupe or DedupeWindow()
+    def __init__(self, gateway: Gateway, channel: str, max_in_flight: int = 256) -> None:
+        self._gateway = gateway
+        self._channel = channel
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks = BackgroundTasks()
         self.last_update_id: int | None = None
+        self.patient = False  # polling: wait for a store that is down (webhook: answer 503)
+        self.stopping = False
 
     @property
     def full(self) -> bool:
@@ -38,26 +52,57 @@ class Intake(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Update)
+        entry = await self._journal(event)
+        if entry is None:
+            log.info("update %d delivered again: ignored", event.update_id)
+            self._gateway.metrics.dedupe_hit(self._channel)
+            return None
         if self.last_update_id is None or event.update_id > self.last_update_id:
             self.last_update_id = event.update_id
-        if not self._dedupe.first(str(event.update_id)):
-            log.info("update %d delivered again: ignored", event.update_id)
-            return None
         await self._slots.acquire()  # polling waits here; the webhook checked ``full`` first
+        data["entry"] = entry if isinstance(entry, Entry) else None
         task = self._tasks.spawn(self._process(handler, event, data))
         task.add_done_callback(partial(self._done, event.update_id))
         return None
 
+    async def _journal(self, update: Update) -> Entry | bool | None:
+        """The update's journal entry (a message), True (claimed only), or None (seen before)."""
+        delay = 0.1
+        while True:
+            try:
+                return await self._write(update)
+            except StoreUnavailable as exc:
+                if not self.patient or self.stopping:
+                    raise
+                log.warning("update %d waits for the store: %s", update.update_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, STORE_RETRY_CAP)
+
+    async def _write(self, update: Update) -> Entry | bool | None:
+        claim = f"{self._channel}:update:{update.update_id}"
+        if update.message is None:
+            store, ttl = self._gateway.store, self._gateway.journal.dedupe_ttl
+            claimed, _ = await store.claim(claim, 1, ttl)
+            return claimed or None
+        body = {"update": update.model_dump(mode="json", exclude_none=True)}
+        conversation = Target.of(update.message).conversation
+        return await self._gateway.accept(self._channel, conversation, body, claim)
+
     async def _process(self, handler: Handler, update: Update, data: dict[str, Any]) -> None:
+        entry: Entry | None = data.get("entry")
         try:
             await handler(update, data)
         except Exception:
             log.exception("update %d failed", update.update_id)
+        if entry is not None:  # not answered (not for the bot, or it failed): nothing to keep
+            await self._gateway.journal.finish(entry)
 
     def _done(self, update_id: int, task: asyncio.Task[None]) -> None:
         self._slots.release()  # here, not in _process: a task cancelled unstarted frees it too
         if task.cancelled():
-            log.warning("update %d cancelled at shutdown before it was answered", update_id)
+            log.warning(
+                "update %d cancelled at shutdown; it runs again at the next start", update_id
+            )
 
     async def drain(self) -> None:
         """Wait until every update taken in so far has been processed."""
@@ -65,4 +110,5 @@ class Intake(BaseMiddleware):
 
     async def close(self, grace: float) -> None:
         """Finish the updates in progress; past ``grace`` seconds, cancel what is left."""
+        self.stopping = True
         await self._tasks.drain(grace)

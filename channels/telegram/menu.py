@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from contract import Command, utf16_len, utf16_prefix
 
@@ -55,6 +56,12 @@ class Menu:
     commands: tuple[tuple[str, str], ...] = ()
     original: dict[str, str] = field(default_factory=dict)  # menu name -> inventory name
     skipped: tuple[str, ...] = ()
+
+    @cached_property
+    def names(self) -> dict[str, str]:
+        """Inventory name -> menu name, for the commands in the menu."""
+        listed = {name for name, _ in self.commands}
+        return {o: m for m, o in self.original.items() if m in listed}
 
     @classmethod
     def build(cls, inventory: Iterable[Command]) -> Menu:

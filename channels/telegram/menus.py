@@ -1,8 +1,10 @@
 """Publishing command menus: the default one for every chat, and one per chat whose
 conversation has commands of its own (dynamic ones), so that they never show elsewhere.
 
-Each scope publishes debounced (a burst of changes is one setMyCommands call) and only when
-its menu differs from what Telegram already has. Chat menus are kept for the most recently
+A chat gets a menu of its own only once its commands differ from the default menu (its
+first list, on opening its session, is normally the default one). Each scope publishes
+debounced (a burst of changes is one setMyCommands call) and only when its menu differs
+from what Telegram already has. Chat menus are kept for the most recently
 changed ``max_chats`` chats; a chat that falls out reads names back with the default menu.
 """
 
@@ -89,7 +91,11 @@ class Menus:
         return scoped.menu if scoped is not None else self.default.menu
 
     def chat_changed(self, chat_id: int, inventory: tuple[Command, ...]) -> None:
-        scoped = self._chats.pop(chat_id, None) or ScopedMenu(self.bot, chat_id, self._debounce)
+        scoped = self._chats.pop(chat_id, None)
+        if scoped is None:
+            if Menu.build(inventory).commands == self.default.menu.commands:
+                return  # a new chat's first list is everybody's menu: nothing of its own yet
+            scoped = ScopedMenu(self.bot, chat_id, self._debounce)
         self._chats[chat_id] = scoped
         scoped.update(inventory)
         while len(self._chats) > self.max_chats:

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import secrets
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from aiogram import Bot
@@ -20,7 +21,7 @@ from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 from gateway.events import PermissionRequired
 from gateway.store import BoundedTTLMap
 
-from .delivery import Target, edit_chunk, send_chunk
+from .delivery import Target, edit_chunk, persistently, send_chunk
 from .render import Chunk, escape
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ class Permissions:
                 for i, option in enumerate(request.options)
             ]
         )
-        await send_chunk(self.bot, target, prompt, quote=True, markup=keyboard)
+        await persistently(
+            partial(send_chunk, self.bot, target, prompt, quote=True, markup=keyboard)
+        )
 
     @staticmethod
     def handles(query: CallbackQuery) -> bool:

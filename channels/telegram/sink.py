@@ -1,10 +1,12 @@
 """How one input's reply appears in Telegram: typing, a streamed preview, the final message.
 
-Private chats stream with sendMessageDraft (sent again while the run lasts: Telegram shows a
-draft for 30 seconds); other chats get a placeholder message that is edited as text arrives
-(paced per chat), then replaced by the final text. The first preview waits one edit
-interval, so a quick reply is just one message. The final text is sent persistently (see
-``delivery.persistently``); typing and previews stop with it, or at ``aclose``.
+Typing shows once a reply takes longer than TYPING_DELAY (an instant reply costs no
+sendChatAction). Private chats stream with sendMessageDraft (sent again while the run
+lasts: Telegram shows a draft for 30 seconds); other chats get a placeholder message that
+is edited as text arrives (paced per chat), then replaced by the final text. The first
+preview waits one edit interval, so a quick reply is just one message. The final text is
+sent persistently (see ``delivery.persistently``); typing and previews stop with it, or at
+``aclose``.
 """
 
 from __future__ import annotations
@@ -15,13 +17,30 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from aiogram.exceptions import TelegramAPIError, TelegramBadRequest, TelegramNotFound
+from aiogram.exceptions import (
+    AiogramError,
+    TelegramAPIError,
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramNotFound,
+)
 
+from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage
 from gateway.events import PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply, ReplySink
 
-from .delivery import HTML, Target, edit_chunk, entities_refused, persistently, send_chunk
+from .activity import ActivityMessage
+from .delivery import (
+    HTML,
+    Target,
+    describe,
+    edit_chunk,
+    entities_refused,
+    persistently,
+    send_chunk,
+)
+from .manners import blocked, queued_reaction
 from .render import Chunk, escape, preview, render
 
 if TYPE_CHECKING:
@@ -29,6 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("slashgate.telegram")
 
+TYPING_DELAY = 0.5  # seconds: a reply quicker than this never shows "typing"
 TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
 DRAFT_EVERY = 20.0  # a draft is shown for 30 seconds: send it again before it goes
 FAILURE_PREFIX = "⚠️ "
@@ -38,7 +58,7 @@ def reply_text(reply: Reply) -> str:
     """The Markdown to show: a failure of plain text (not a command) gets the warning sign."""
     if reply.category is not None and not reply.slash:
         return FAILURE_PREFIX + reply.text
-    return reply.text
+    return with_usage(reply.text, reply.usage)
 
 
 class TelegramSink(ReplySink):
@@ -48,33 +68,78 @@ class TelegramSink(ReplySink):
         self.target = target
         self.user_id = user_id
         self._parts: list[str] = []
-        self._dirty = asyncio.Event()
+        self._dirty: asyncio.Event | None = None  # made when previews start
+        # Typing and previews start on timers: a quick reply makes no task and no request.
+        self._typing_soon: asyncio.TimerHandle | None = None
+        self._previews_soon: asyncio.TimerHandle | None = None
         self._typing: asyncio.Task[None] | None = None
         self._previews: asyncio.Task[None] | None = None
         self._showing: asyncio.Future[None] | None = None
         self._placeholder: int | None = None
         self._draft = target.private and channel.drafts
         self._started = asyncio.get_running_loop().time()
+        reasoning = channel.settings.show_reasoning != "off"
+        self.activity = ActivityMessage(channel, target, reasoning)
+        self._queued = False  # the input shows the "queued" reaction
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
-        if self._typing is None:
-            self._typing = asyncio.create_task(self._keep_typing())
+        if self._typing_soon is None:
+            loop = asyncio.get_running_loop()
+            self._typing_soon = loop.call_later(TYPING_DELAY, self._start_typing)
+
+    async def queued(self, ahead: int) -> None:
+        self._queued = await queued_reaction(self.bot, self.target, True)
 
     async def delta(self, text: str) -> None:
+        self.activity.progress()
         self._parts.append(text)
-        self._dirty.set()
-        if self._previews is None:
-            self._previews = asyncio.create_task(self._stream())
+        if self._dirty is not None:
+            self._dirty.set()
+        elif self._previews_soon is None:  # the first preview waits one edit interval
+            loop = asyncio.get_running_loop()
+            earliest = self._started + self.channel.throttle.interval
+            self._previews_soon = loop.call_at(earliest, self._start_previews)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
-            await self.channel.permissions.ask(self.target, self.user_id, event)
+            try:
+                await self.channel.permissions.ask(self.target, self.user_id, event)
+            except TelegramForbiddenError as exc:
+                blocked(self.target, exc)
+            except AiogramError as exc:  # tried again already: Telegram is down
+                log.error("permission prompt in chat %s not shown: %s", self.chat, describe(exc))
+        else:
+            self.activity.update(event)
 
     async def final(self, reply: Reply) -> None:
+        try:
+            await self._final(reply)
+        except TelegramForbiddenError as exc:  # one line, not a traceback per message
+            blocked(self.target, exc)
+
+    async def _final(self, reply: Reply) -> None:
         await self._stop_streaming()
+        await self.activity.finish()
+        if self._queued:
+            await queued_reaction(self.bot, self.target, False)
         chunks = render(reply_text(reply)) or [Chunk(escape("…"), "…")]
+        try:
+            await self._deliver(chunks)
+        except TelegramForbiddenError:
+            raise  # the user blocked the bot: ``final`` says so in one line
+        except AiogramError as exc:  # tried again already: Telegram is down; one line, no more
+            log.error("reply in chat %s not delivered: %s", self.chat, describe(exc))
+
+    @property
+    def chat(self) -> str:
+        return self.target.conversation
+
+    async def _deliver(self, chunks: list[Chunk]) -> None:
+        """The chunks in order (the first into the placeholder, when there is one); the first
+        chunk that cannot be delivered ends it: a reply with a hole would mislead.
+        """
         first = 0
         if self._placeholder is not None:
             await self.channel.throttle.wait(str(self.target.chat_id))
@@ -92,12 +157,27 @@ class TelegramSink(ReplySink):
         """Stop typing and previews, whether or not ``final`` ran (the input may have been
         cancelled, or the core may have failed before it).
         """
+        self._cancel_timers()
         tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.activity.aclose()
 
     # -- typing and previews --------------------------------------------------------------
+
+    def _start_typing(self) -> None:
+        self._typing = asyncio.create_task(self._keep_typing())
+
+    def _start_previews(self) -> None:
+        self._dirty = asyncio.Event()
+        self._dirty.set()
+        self._previews = asyncio.create_task(self._stream())
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._typing_soon, self._previews_soon):
+            if timer is not None:
+                timer.cancel()
 
     async def _keep_typing(self) -> None:
         while True:
@@ -107,19 +187,20 @@ class TelegramSink(ReplySink):
                     action="typing",
                     message_thread_id=self.target.thread_id,
                 )
-            except TelegramAPIError as exc:
-                log.debug("typing action refused: %s", exc.message)
+            except AiogramError as exc:
+                log.debug("typing action refused: %s", describe(exc))
             await asyncio.sleep(TYPING_EVERY)
 
     async def _stream(self) -> None:
-        earliest = self._started + self.channel.throttle.interval
+        dirty = self._dirty
+        assert dirty is not None
         while True:
             # Not wait_for: on 3.11 it can swallow a cancel that meets the event being set.
             with contextlib.suppress(TimeoutError):  # no news: the same draft again
                 async with asyncio.timeout(DRAFT_EVERY if self._draft else None):
-                    await self._dirty.wait()
-            await self.channel.throttle.wait(str(self.target.chat_id), earliest)
-            self._dirty.clear()
+                    await dirty.wait()
+            await self.channel.throttle.wait(str(self.target.chat_id))
+            dirty.clear()
             chunk = preview("".join(self._parts))
             if chunk is not None:
                 # Shielded: stopping the stream must not abort a send half-way (a lost
@@ -136,8 +217,8 @@ class TelegramSink(ReplySink):
                 self._placeholder = message.message_id
             else:
                 await edit_chunk(self.bot, self.target, self._placeholder, chunk)
-        except TelegramAPIError as exc:  # a preview is best effort; the final message is not
-            log.warning("preview not shown: %s", exc.message)
+        except AiogramError as exc:  # a preview is best effort, not retried; the final is
+            log.warning("preview not shown: %s", describe(exc))
 
     async def _show_draft(self, chunk: Chunk) -> None:
         async def send(text: str, parse_mode: str | None) -> None:
@@ -167,6 +248,7 @@ class TelegramSink(ReplySink):
 
     async def _stop_streaming(self) -> None:
         """End typing and previews; whatever went wrong there, the final message still goes."""
+        self._cancel_timers()
         tasks: list[asyncio.Future[None]] = [
             t for t in (self._typing, self._previews) if t is not None
         ]

@@ -1,58 +1,309 @@
-"""The webhook channel's wire format: request model and response bodies."""
+"""The webhook channel's wire format: the request model, the response models the handlers
+build their bodies with, and the server-sent event payloads. ``/openapi.json`` is generated
+from these same models.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    model_validator,
+)
 
-from contract import Classification, Command, ComposerInputMessage
-from gateway.inbound import Reply
+from contract import Category, Classification, Command, Completion, ComposerInputMessage
+from contract.classify import Kind
+from gateway.events import PermissionOption, PlanEntry, Status
+from gateway.inbound import Outcome, Reply
+from gateway.validation import describe_validation_error as describe_errors
+
+from .events import usage_body
+
+
+class AttachmentIn(BaseModel):
+    """A file in a JSON body: its bytes in base64 (``data``), or a ``url`` to fetch."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=256)
+    media_type: str | None = Field(default=None, max_length=256)
+    data: str | None = None
+    url: str | None = Field(default=None, max_length=4096)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AttachmentIn:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("an attachment has either data (base64) or url")
+        return self
 
 
 class MessageIn(BaseModel):
+    """One input: the text a user typed in a conversation, and the files that came with it."""
+
     model_config = ConfigDict(strict=True, extra="ignore")
 
     conversation: str = Field(min_length=1, max_length=256)
     user: str = Field(min_length=1, max_length=256)
-    text: str = Field(min_length=1)
+    text: str = ""
     id: str | None = Field(default=None, max_length=256)
+    attachments: list[AttachmentIn] = []
+
+    @model_validator(mode="after")
+    def _something_to_send(self, info: ValidationInfo) -> MessageIn:
+        # A multipart form's files arrive apart from its fields: counted in the context.
+        uploaded = (info.context or {}).get("files", 0)
+        if not self.text and not self.attachments and not uploaded:
+            raise ValueError("text must not be empty (unless files are attached)")
+        return self
+
+
+class ClassificationOut(BaseModel):
+    """What the slash contract made of the text."""
+
+    kind: Kind
+    command: str | None
+    args: str
+
+
+class UsageOut(BaseModel):
+    """What the turn cost, as far as the runtime reported (absent figures were not)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    thought_tokens: int | None = None
+    context_used: int | None = None
+    context_size: int | None = None
+
+
+class ReplyOut(BaseModel):
+    """The one final reply: Markdown ``text``; ``category`` null on success; ``usage`` only
+    when the runtime reported it.
+    """
+
+    text: str
+    category: Category | None
+    stop_reason: str | None
+    usage: UsageOut | None = None
+
+
+class AcceptedEvent(BaseModel):
+    """SSE ``accepted``: always the first event, also for rejected input."""
+
+    conversation: str
+    classification: ClassificationOut
+    forwarded: ComposerInputMessage | None = Field(
+        description="What went to the runtime; null when nothing did."
+    )
+
+    @field_serializer("forwarded")
+    def _forwarded(self, value: ComposerInputMessage | None) -> dict[str, Any] | None:
+        return forwarded_body(value)
+
+
+class MessageOut(AcceptedEvent):
+    """The answer to ``POST /v1/messages`` (and the SSE ``reply`` event)."""
+
+    reply: ReplyOut | None = Field(
+        description="Null when the input was dropped (addressed to another bot)."
+    )
+
+
+class DeltaEvent(BaseModel):
+    """SSE ``delta``: a chunk of the reply's Markdown as the runtime streams it."""
+
+    text: str
+
+
+class ToolEvent(BaseModel):
+    """SSE ``tool``: a tool call started, running or ended."""
+
+    type: Literal["ToolStart", "ToolRunning", "ToolEnd"]
+    tool_id: str
+    title: str | None = None
+    kind: str | None = None
+    detail: str | None = None
+    status: Literal["completed", "failed"] | None = None
+    output: str | None = None
+
+
+class PermissionEvent(BaseModel):
+    """SSE ``permission``: the runtime asks before acting."""
+
+    request_id: str
+    title: str
+    options: list[PermissionOption]
+
+
+class StatusEvent(BaseModel):
+    """SSE ``status``: the runtime's state changed."""
+
+    status: Status
+    detail: str | None = None
+
+
+class PlanEvent(BaseModel):
+    """SSE ``plan``: the agent's whole current plan (entries, or Markdown ``text``)."""
+
+    entries: list[PlanEntry]
+    text: str | None = None
+
+
+class ReasoningEvent(BaseModel):
+    """SSE ``reasoning``: a chunk of the agent's reasoning (unless ``show_reasoning = "off"``)."""
+
+    text: str
+
+
+SSE_EVENTS: dict[str, type[BaseModel]] = {
+    "accepted": AcceptedEvent,
+    "delta": DeltaEvent,
+    "tool": ToolEvent,
+    "permission": PermissionEvent,
+    "status": StatusEvent,
+    "plan": PlanEvent,
+    "reasoning": ReasoningEvent,
+    "usage": UsageOut,
+    "reply": MessageOut,
+}
+
+
+class CommandsOut(BaseModel):
+    """The effective inventory: gateway commands first, then the runtime's."""
+
+    commands: list[Command]
+    interactive_only: list[str]
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Machine-readable: malformed_json, too_large, unauthorized...")
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx (and 5xx) under /v1."""
+
+    error: ErrorDetail
 
 
 def describe_validation_error(exc: ValidationError) -> str:
     """One readable sentence per problem: ``text: Input should be a valid string``."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "body"
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
+    return describe_errors(exc, root="body")
+
+
+def classification_out(result: Classification) -> ClassificationOut:
+    return ClassificationOut(kind=result.kind, command=result.command, args=result.args)
 
 
 def classification_body(result: Classification) -> dict[str, Any]:
-    return {"kind": result.kind, "command": result.command, "args": result.args}
+    return classification_out(result).model_dump(mode="json")
 
 
 def forwarded_body(forwarded: ComposerInputMessage | None) -> dict[str, Any] | None:
     return None if forwarded is None else forwarded.model_dump(mode="json", exclude_none=True)
 
 
-def reply_body(reply: Reply | None) -> dict[str, Any] | None:
+def reply_out(reply: Reply | None) -> ReplyOut | None:
     if reply is None:
         return None
-    return {"text": reply.text, "category": reply.category, "stop_reason": reply.stop_reason}
+    usage = usage_body(reply.usage)
+    return ReplyOut(
+        text=reply.text,
+        category=reply.category,
+        stop_reason=reply.stop_reason,
+        usage=None if usage is None else UsageOut(**usage),
+    )
 
 
-def command_body(command: Command) -> dict[str, Any]:
-    return {
-        "name": command.name,
-        "description": command.description,
-        "hint": command.hint,
-        "arguments": None
-        if command.arguments is None
-        else [a.model_dump(mode="json") for a in command.arguments],
-        "source": command.source,
-    }
+def reply_body(reply: Reply | None) -> dict[str, Any] | None:
+    out = reply_out(reply)
+    return None if out is None else _reply_dump(out)
+
+
+def _reply_dump(reply: ReplyOut) -> dict[str, Any]:
+    body = reply.model_dump(mode="json")
+    if reply.usage is None:
+        del body["usage"]  # only when the runtime reported usage
+    else:
+        body["usage"] = reply.usage.model_dump(mode="json", exclude_none=True)
+    return body
+
+
+def accepted_body(
+    conversation: str, classification: Classification, forwarded: ComposerInputMessage | None
+) -> dict[str, Any]:
+    return AcceptedEvent(
+        conversation=conversation,
+        classification=classification_out(classification),
+        forwarded=forwarded,
+    ).model_dump(mode="json")
+
+
+def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
+    out = MessageOut(
+        conversation=conversation,
+        classification=classification_out(outcome.classification),
+        forwarded=outcome.forwarded,
+        reply=reply_out(outcome.reply),
+    )
+    body = out.model_dump(mode="json")
+    if out.reply is not None:
+        body["reply"] = _reply_dump(out.reply)
+    return body
+
+
+def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) -> dict[str, Any]:
+    return CommandsOut(
+        commands=list(commands), interactive_only=sorted(interactive_only)
+    ).model_dump(mode="json")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+    return ErrorOut(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
+
+
+class CompleteQuery(BaseModel):
+    """``GET /v1/complete`` query: ``cursor`` in UTF-16 code units, the end when left out."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation: str | None = Field(default=None, min_length=1, max_length=256)
+    text: str = ""
+    cursor: int | None = Field(default=None, ge=0)
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+class ClassifyIn(BaseModel):
+    """``POST /v1/classify``: the text a conversation would send."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    conversation: str = Field(min_length=1, max_length=256)
+    text: str = Field(min_length=1)
+
+
+def preview_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
+    """``/v1/classify``: everything the contract decided, and what would be sent or replied."""
+    result = outcome.classification
+    return {
+        "conversation": conversation,
+        "classification": {
+            **classification_body(result),
+            "typed": result.typed,
+            "source": result.source,
+            "for_other_bot": result.for_other_bot,
+        },
+        "payload": result.payload.model_dump(mode="json", exclude_none=True),
+        "forwarded": forwarded_body(outcome.forwarded),
+        "rejection": reply_body(outcome.reply),
+    }
+
+
+def completion_body(conversation: str | None, completion: Completion) -> dict[str, Any]:
+    return {"conversation": conversation, **completion.model_dump(mode="json")}

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING, Any
 
 from .base import Runtime, RuntimeSession, SessionInfo, Turn
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["Runtime", "RuntimeSession", "SessionInfo", "Turn", "build_runtime"]
+__all__ = ["Runtime", "RuntimeSession", "SessionInfo", "Turn", "build_runtime", "load_runtime"]
 
 
 def build_runtime(settings: Settings) -> Runtime:
     """The configured backend. Imports lazily so that an unused backend costs nothing."""
     if settings.runtime == "embedded":
-        from .embedded import DEMO_ENTITY, EmbeddedRuntime
+        from .embedded import demo_bot
 
-        return EmbeddedRuntime(DEMO_ENTITY)
+        return demo_bot()
     if settings.runtime == "acp":
         from .acp import AcpRuntime
 
         return AcpRuntime(
-            settings.acp_command, settings.acp_cwd, settings.acp_env, settings.acp_auth_method
+            settings.acp_command,
+            settings.acp_cwd,
+            settings.acp_env,
+            settings.acp_auth_method,
+            settings.cancel_grace,
         )
     if settings.runtime == "pi":
         from .pi import PiRuntime
@@ -33,9 +40,42 @@ def build_runtime(settings: Settings) -> Runtime:
             settings.pi_env,
             settings.pi_pool_size,
             settings.pi_idle_ttl,
+            settings.cancel_grace,
         )
     if settings.runtime == "electric":
         from .electric import ElectricRuntime
 
         return ElectricRuntime(settings)
-    raise ValueError(f"unknown runtime {settings.runtime!r}")
+    return load_runtime(settings.runtime)
+
+
+def load_runtime(spec: str) -> Runtime:
+    """``package.module:name``: a Runtime (a ``slashgate.Bot``, say) or a callable that
+    returns one. The working directory is importable, as ``python -m`` would make it.
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not attribute:
+        raise ValueError(f"runtime: {spec!r} is not embedded, acp, pi, electric or module:name")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module, whatever it raises: one line at start-up
+        raise ValueError(
+            f"runtime: cannot import {module_name} ({type(exc).__name__}: {exc})"
+        ) from exc
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise ValueError(f"runtime: {module_name} has no {attribute}")
+        found = getattr(found, part)
+    if callable(found) and not isinstance(found, Runtime):
+        try:
+            found = found()
+        except Exception as exc:
+            raise ValueError(f"runtime: {spec}() failed ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(found, Runtime):
+        raise ValueError(
+            f"runtime: {spec} is a {type(found).__name__}, not a Runtime "
+            "(a slashgate.Bot, or a callable that returns one)"
+        )
+    return found

@@ -7,11 +7,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from contract import Command, ComposerInputMessage
 
 from ..events import Mode, Model, RuntimeEvent, SessionUpdated
 from ..inbound import Attachment
+from ..metrics import StoreObserver
+
+if TYPE_CHECKING:
+    from ..state import StateStore
 
 UpdateListener = Callable[[SessionUpdated], None]
 
@@ -89,6 +94,11 @@ class Runtime(ABC):
     strict_names: bool = False
     """The runtime refuses slash_command names outside ``contract.STRICT_NAME`` (send as text)."""
 
+    def use_store(self, store: StateStore) -> None:
+        """The gateway's state store, given before ``start``: for a runtime that keeps a
+        conversation's state (session ids, dynamic commands) across restarts.
+        """
+
     async def start(self) -> None:
         """Start shared resources (processes, HTTP clients)."""
 
@@ -104,6 +114,15 @@ class Runtime(ABC):
     async def static_commands(self) -> tuple[Command, ...] | None:
         """Commands known before any session exists (for menus); None when unknown."""
         return None
+
+    async def readiness(self) -> str | None:
+        """None when the runtime can open sessions now; else why not (``GET /readyz``,
+        ``slashgate check``). Cheap: called on every readiness probe.
+        """
+        return None
+
+    def observe_store(self, observe: StoreObserver) -> None:
+        """Time the runtime's own durable state, if it keeps any (called before ``start``)."""
 
     def describe(self) -> str:
         return self.name

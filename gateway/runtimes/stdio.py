@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import shutil
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
 _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
+KILL_GRACE = 0.5  # seconds an agent's process group has between SIGTERM and SIGKILL
 
 
 def program(command: Sequence[str]) -> list[str]:
@@ -24,9 +29,79 @@ def program(command: Sequence[str]) -> list[str]:
     return [first, *rest]
 
 
+def missing_program(command: Sequence[str]) -> str | None:
+    """None when the command's program can be run (on PATH, or the path given); else why not."""
+    if shutil.which(command[0]) is None:
+        return f"{command[0]} not found or not executable"
+    return None
+
+
 def revealed(env: Mapping[str, SecretStr]) -> dict[str, str]:
     """The configured environment of a child, in clear: only for the call that starts it."""
     return {name: value.get_secret_value() for name, value in env.items()}
+
+
+async def spawn(*command: str, **kwargs: Any) -> asyncio.subprocess.Process:
+    """Start an agent in a session, hence a process group, of its own (its id is the agent's
+    pid): what it starts (tools, a re-executed copy of itself) stays in that group, so that
+    ``end_group`` can end all of it. It is no longer in the gateway's terminal group either:
+    a Ctrl-C reaches the gateway, which then ends its agents in order.
+    """
+    return await asyncio.create_subprocess_exec(*command, start_new_session=True, **kwargs)
+
+
+async def end_group(process: asyncio.subprocess.Process, grace: float = KILL_GRACE) -> None:
+    """End an agent started by ``spawn`` and everything in its group: SIGTERM to the group,
+    then SIGKILL to it once the agent has exited or ``grace`` seconds have passed, whichever
+    comes first (what the agent leaves running when it exits goes with it). Returns once the
+    agent has exited: bounded by ``grace`` unless the kernel cannot kill it.
+    """
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(exited(process), grace)
+    _signal_group(process.pid, signal.SIGKILL)
+    await exited(process)
+
+
+async def exited(process: asyncio.subprocess.Process) -> None:
+    """Return once the agent itself has exited. Not ``Process.wait``: that also waits for the
+    agent's pipes to close, which a process it started (a tool, a relaunched copy) may hold
+    open for ever. Where there is no pidfd (not Linux), it is ``Process.wait`` after all.
+    """
+    if process.returncode is not None:
+        return
+    try:
+        await pid_exited(process.pid)
+    except (AttributeError, OSError):  # no os.pidfd_open, or a kernel before 5.3
+        await process.wait()
+
+
+async def pid_exited(pid: int) -> None:
+    """Return once process ``pid`` has exited (also one that is not the caller's child): its
+    pidfd becomes readable then. A zombie nobody reaps counts as exited: it runs no more.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(fd, ready)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
 
 
 class StderrPipe:

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
 from contract import Command, ComposerInputMessage, ComposerInputPayload
 from gateway.config import load_settings
@@ -21,28 +21,27 @@ from gateway.events import (
     MessageDelta,
     MessageEnd,
     PermissionRequired,
+    PlanEntry,
+    PlanUpdated,
+    ReasoningDelta,
     StatusChanged,
     ToolEnd,
     ToolRunning,
     ToolStart,
+    UsageReported,
 )
 from gateway.inbound import InboundMessage, Reply
 from gateway.runtimes import Turn, build_runtime
+from tests.acp.prompts import AGENT, agent_settings
 from tests.conftest import make_settings
 from tests.recorder import Recorder
 
-AGENT = Path(__file__).with_name("agent.py")
 WAIT = 20.0
 
 
-def acp_settings(tmp_path: Path, **overrides: Any) -> Any:
-    return make_settings(
-        runtime="acp",
-        acp_command=[sys.executable, str(AGENT)],
-        acp_cwd=tmp_path,
-        acp_env={k: SecretStr(v) for k, v in overrides.pop("acp_env", {}).items()},
-        **overrides,
-    )
+def acp_settings(tmp_path: Path, agent: Path = AGENT, **overrides: Any) -> Any:
+    env = overrides.pop("acp_env", {})
+    return make_settings(**agent_settings(tmp_path, env, agent), **overrides)
 
 
 @asynccontextmanager
@@ -143,6 +142,7 @@ async def test_tool_call_behind_an_allowed_permission(tmp_path: Path) -> None:
         tools = [e for e in sink.events if not isinstance(e, PermissionRequired)]
         assert tools == [
             ToolStart("call-1", "Delete build/", "delete"),
+            StatusChanged("waiting_for_permission", "Delete build/"),
             ToolRunning("call-1", None),
             ToolEnd("call-1", "completed", "deleted 3 files"),
         ]
@@ -252,7 +252,7 @@ async def test_stop_reasons_plan_and_withdrawn_commands(tmp_path: Path) -> None:
 
         planned = await send(gw, "plan")
         assert planned.reply is not None and planned.reply.text == "planned"
-        assert StatusChanged("generating", "plan: [x] read; [ ] write") in planned.events
+        assert PlanUpdated((PlanEntry("read", "completed"), PlanEntry("write"))) in planned.events
 
         withdrawn = await send(gw, "withdraw")
         assert withdrawn.reply is not None and withdrawn.reply.text == "withdrawn"
@@ -335,3 +335,104 @@ async def test_through_the_webhook_channel(tmp_path: Path, gateway_server: Any) 
 def test_an_empty_command_is_a_configuration_error() -> None:
     with pytest.raises(ValueError, match="acp_command is empty"):
         build_runtime(make_settings(runtime="acp", acp_command=[]))
+
+
+async def test_thoughts_plans_tools_and_usage_of_a_working_turn(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as gw:
+        sink = await send(gw, "work")
+        assert sink.events == [
+            ReasoningDelta("The user wants "),
+            ReasoningDelta("the tests run."),
+            PlanUpdated((PlanEntry("Read the code"), PlanEntry("Run the tests"))),
+            ToolStart("t1", "Read app.py", "read"),
+            ToolRunning("t1", "Read app.py"),
+            ToolEnd("t1", "completed", "42"),
+            PlanUpdated(
+                (PlanEntry("Read the code", "completed"), PlanEntry("Run the tests", "in_progress"))
+            ),
+            ToolStart("t2", "Run pytest", "execute"),
+            ToolEnd("t2", "failed", None),
+            UsageReported(context_used=1200, context_size=200000),
+            UsageReported(input_tokens=1000, output_tokens=234, total_tokens=1234),
+        ]
+        # The reply carries the turn's usage, both reports merged.
+        assert sink.reply is not None and sink.reply.text == "worked"
+        assert sink.reply.usage == UsageReported(
+            input_tokens=1000,
+            output_tokens=234,
+            total_tokens=1234,
+            context_used=1200,
+            context_size=200000,
+        )
+        status = await send(gw, "/status")
+        assert "**Model:** test-model-large" in status.text
+
+
+async def test_an_agent_command_named_like_a_gateway_command(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_CLASH": "1"}) as gw:
+        listed = await gw.commands("test", "c1")
+        # One entry per name: the gateway keeps /help and /status, the agent's are aliased.
+        assert names(listed).count("help") == 1 and names(listed).count("status") == 1
+        assert {"agent-help", "agent-status", "tool"} <= set(names(listed))
+        alias = next(c for c in listed if c.name == "agent-help")
+        assert alias.description == "The agent's help (the agent's /help)"
+
+        help_text = (await send(gw, "/help")).text
+        assert "`/tool <tool-name>` — Describe a tool" in help_text  # the hint bracketed once
+        assert help_text.count("`/help`") == 1 and "`/agent-help`" in help_text
+
+        # The gateway's /status runs; the agent's is reached by its alias, as its own name.
+        assert (await send(gw, "/status")).text.startswith("**Session:**")
+        sink = await send(gw, "/agent-status all")
+        assert sink.text == "agent's own /status all"
+        assert sink.reply is not None and sink.reply.slash
+
+
+async def test_an_empty_answer_right_after_a_cancel_says_so(tmp_path: Path) -> None:
+    async with gateway(tmp_path, acp_env={"ACP_TEST_EMPTY_AFTER_CANCEL": "1"}) as gw:
+        sink = Recorder()
+        turn = asyncio.ensure_future(gw.handle(inbound("hold"), sink))
+        await asyncio.wait_for(sink.first_delta.wait(), WAIT)
+        assert (await send(gw, "/cancel")).text == "Cancelled the running turn."
+        await asyncio.wait_for(turn, WAIT)
+        after = await send(gw, "hello")
+        assert after.reply is not None
+        assert after.reply.text.startswith("The agent returned nothing")
+        assert (await send(gw, "hello")).text == "echo: text:hello"
+
+
+async def test_a_conversation_goes_on_in_its_session_after_a_restart(tmp_path: Path) -> None:
+    """With ``loadSession`` offered, a restarted gateway (and a restarted agent) loads the
+    conversation's session instead of starting a new one; ``/new`` starts afresh for good.
+    """
+    durable = {
+        "store": "sqlite",
+        "state_path": tmp_path / "state.sqlite3",
+        "acp_env": {"ACP_TEST_SESSIONS": str(tmp_path / "sessions")},
+    }
+    async with gateway(tmp_path, **durable) as gw:
+        first = (await send(gw, "whoami")).finals[0].text
+    assert first.startswith("session=sess-")
+    async with gateway(tmp_path, **durable) as gw:
+        assert (await send(gw, "whoami")).finals[0].text == first
+        assert (await send(gw, "whoami", conversation="c2")).finals[0].text != first
+        await send(gw, "/new")
+        after_new = (await send(gw, "whoami")).finals[0].text
+    assert after_new != first
+    async with gateway(tmp_path, **durable) as gw:
+        assert (await send(gw, "whoami")).finals[0].text == after_new
+
+
+async def test_a_session_the_agent_no_longer_knows_is_replaced(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    durable = {
+        "store": "sqlite",
+        "state_path": tmp_path / "state.sqlite3",
+        "acp_env": {"ACP_TEST_SESSIONS": str(sessions)},
+    }
+    async with gateway(tmp_path, **durable) as gw:
+        first = (await send(gw, "whoami")).finals[0].text
+    sessions.write_text("")  # the agent lost its sessions
+    async with gateway(tmp_path, **durable) as gw:
+        again = (await send(gw, "whoami")).finals[0].text
+    assert again.startswith("session=sess-") and again != first

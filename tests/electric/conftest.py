@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ from gateway.server import Running
 
 from ..conftest import make_settings
 from ..http import read_events
-from .fake_server import EntityContext, FakeElectric
+from .fake_server import EntityContext, FakeElectric, change
 
 ENTITY_TYPE = "assistant"
 STATIC_COMMANDS: list[dict[str, Any]] = [
@@ -78,8 +79,31 @@ async def assistant(ctx: EntityContext) -> None:
         await asyncio.Event().wait()  # until SIGINT cancels the handler
     elif words[:1] == ["interrupt"]:
         await interrupted(ctx, words[1])
+    elif files := payload.get("attachments"):  # compositor parts, as an agent reads them
+        got = (f"{f['name']} ({f['mime']}, {len(base64.b64decode(f['data']))} bytes)"
+               for f in files)  # fmt: skip
+        await ctx.reply(f"{source}: " if source else "", "got ", ", ".join(got))
+    elif source == "use a tool":
+        await with_a_tool(ctx)
     else:
         await ctx.reply(*(source[i : i + 4] for i in range(0, len(source), 4)))
+
+
+async def with_a_tool(ctx: EntityContext) -> None:
+    """A run with a step (naming its model) and a tool call, as the agents runtime writes them:
+    the call is inserted when it starts and updated by key (without its run) as it goes.
+    """
+    run = ctx.start_run()
+    step = {"run_id": run, "step_number": 1, "status": "started", "model_id": "claude-x"}
+    ctx.stream.append(change("step", f"{run}:step-1", step))
+    call = f"{run}:tool-1"
+    started = {"run_id": run, "tool_call_id": "tc1", "tool_name": "read_file", "status": "started"}
+    ctx.stream.append(change("tool_call", call, started))
+    for status, extra in (("executing", {}), ("completed", {"result": "12 lines"})):
+        value = {"tool_name": "read_file", "status": status, **extra}
+        ctx.stream.append(change("tool_call", call, value, "update"))
+    ctx.text(run, "Read it.")
+    ctx.end_run(run)
 
 
 async def interrupted(ctx: EntityContext, how: str) -> None:

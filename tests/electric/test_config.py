@@ -110,17 +110,13 @@ def test_the_documented_configuration_loads(tmp_path: Path, monkeypatch: pytest.
     assert runtime.describe() == "electric (http://127.0.0.1:4437, entity type assistant)"
 
 
-def test_electric_keeps_its_state_in_sqlite_unless_told_otherwise(
-    monkeypatch: pytest.MonkeyPatch,
-):
+def test_state_is_kept_in_sqlite_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch):
     for name in list(os.environ):
         if name.startswith("SLASHGATE_"):
             monkeypatch.delenv(name)
     assert Settings(runtime="electric").store == "sqlite"
     assert Settings(runtime="electric", store="memory").store == "memory"
-    assert Settings().store == "memory"  # other runtimes keep nothing there yet
-    monkeypatch.setenv("SLASHGATE_RUNTIME", "electric")
-    assert Settings().store == "sqlite"
+    assert Settings().store == "sqlite"  # the journal is durable by default, for every runtime
     monkeypatch.setenv("SLASHGATE_STORE", "memory")
     assert Settings().store == "memory"
 

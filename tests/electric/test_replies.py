@@ -248,3 +248,19 @@ async def test_long_poll_mode(fake: FakeElectric, electric_gateway):
     reads = [r.query for r in fake.requests if r.path.endswith("/main")]
     assert reads[0] == {"offset": "-1"}
     assert {r.get("live") for r in reads[1:]} == {"long-poll"}
+
+
+async def test_tool_calls_and_the_model_of_a_run(fake: FakeElectric, electric_gateway):
+    async with electric_gateway() as server:
+        events = await say_streaming(server, "use a tool")
+        status = await say(server, "/status")
+
+    tools = [data for event, data in events if event == "tool"]
+    assert [(t["phase"], t["title"] if t["phase"] == "start" else None) for t in tools] == [
+        ("start", "read_file"),
+        ("running", None),
+        ("end", None),
+    ]
+    assert tools[-1]["status"] == "completed" and tools[-1]["output"] == "12 lines"
+    assert events[-1][1]["reply"]["text"] == "Read it."
+    assert "**Model:** claude-x" in status["reply"]["text"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import Settings
-from gateway.state import MemoryStore, SqliteStore, StateStore, open_store
+from gateway.state import MemoryStore, SqliteStore, StateStore, StoreUnavailable, open_store
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -74,7 +74,7 @@ async def test_sqlite_state_survives_a_reopen(tmp_path: Path):
 
 
 async def test_sqlite_store_refuses_use_before_open(tmp_path: Path):
-    with pytest.raises(RuntimeError, match="not open"):
+    with pytest.raises(StoreUnavailable, match="not open"):
         await SqliteStore(tmp_path / "s.sqlite3").get("k")
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.http import serve_app
+
 MODEL = "mock-model"
 
 
@@ -106,6 +108,13 @@ def handler(model: MockModel) -> Any:
                 model.holding.clear()
             return response
         reply = f"echo: {text}"
+        if "[usage]" in text:  # what the provider counted, after the text (include_usage)
+            tokens = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+            usage = {"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 0,
+                     "model": MODEL, "choices": [], "usage": tokens}  # fmt: skip
+            parts = [_chunk({"role": "assistant", "content": reply}), _chunk({}, "stop")]
+            done = f"data: {json.dumps(usage)}\n\n".encode(), b"data: [DONE]\n\n"
+            return await _stream(request, [*parts, *done])
         thirds = [
             reply[: len(reply) // 3],
             reply[len(reply) // 3 : 2 * len(reply) // 3],
@@ -126,14 +135,9 @@ async def serve() -> AsyncIterator[MockModel]:
     model = MockModel()
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handler(model))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    model.url = f"http://127.0.0.1:{port}/v1"
-    try:
-        yield model
-    finally:
-        model.released.set()
-        await runner.cleanup()
+    async with serve_app(app) as url:
+        model.url = f"{url}/v1"
+        try:
+            yield model
+        finally:
+            model.released.set()

@@ -1,5 +1,6 @@
 """A fake Slack for tests: the Web API, a response_url sink and a Socket Mode endpoint, on an
-ephemeral 127.0.0.1 port; it records every call. Plus builders of signed Slack requests.
+ephemeral 127.0.0.1 port; it records every call, and fails the calls a test scripts (errors,
+HTML pages, broken connections: see ``Scripted``). Plus builders of signed Slack requests.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from urllib.parse import parse_qsl, urlencode
 
 import aiohttp
 from aiohttp import web
+
+from tests import faults
 
 BOT_TOKEN = "xoxb-test"
 APP_TOKEN = "xapp-test"
@@ -69,6 +72,18 @@ class Scripted:
     status: int = 200
     body: dict[str, Any] = field(default_factory=lambda: {"ok": True})
     headers: dict[str, str] = field(default_factory=dict)
+    # Instead of ``body``: an HTML page with ``status``, or a broken connection (a "cut"
+    # call is processed as usual first). See tests.faults.
+    fault: faults.Kind | None = None
+
+
+def server_error(status: int = 500, error: str = "fatal_error") -> Scripted:
+    """A 5xx with the Web API's JSON body."""
+    return Scripted(status, {"ok": False, "error": error})
+
+
+def failure(kind: faults.Kind, status: int = 502) -> Scripted:
+    return Scripted(status, {}, fault=kind)
 
 
 class FakeSlack:
@@ -84,6 +99,8 @@ class FakeSlack:
         self._socket_open = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.files: dict[str, bytes] = {}  # file id -> bytes, served at url_private
+        self.downloads: list[tuple[str, str | None]] = []  # (file id, token presented)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -92,7 +109,8 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_post("/respond/{id}", self._respond)
         app.router.add_get("/socket", self._socket_handler)
-        self._runner = web.AppRunner(app, access_log=None)
+        app.router.add_get("/files-pri/{id}/{name}", self._file)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -113,7 +131,9 @@ class FakeSlack:
         return f"{self.url}/respond/{name}"
 
     def script(self, method: str, *replies: Scripted) -> None:
-        """The next calls of ``method`` get these answers, in order; then the defaults."""
+        """The next calls of ``method`` get these answers, in order; then the defaults.
+        ``respond``: the next response_url posts get the statuses of these answers.
+        """
         self.scripts[method].extend(replies)
 
     # -- waiting ----------------------------------------------------------------------------
@@ -145,7 +165,10 @@ class FakeSlack:
                 )
             elif call.method == "chat.update" and p.get("ts") in made:
                 made[p["ts"]].text = p.get("text", "")
-                made[p["ts"]].blocks = None
+                blocks = p.get("blocks")
+                made[p["ts"]].blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+            elif call.method == "chat.delete":
+                made.pop(p.get("ts", ""), None)
             elif call.method in ("chat.appendStream", "chat.stopStream") and p.get("ts") in made:
                 message = made[p["ts"]]
                 message.text += p.get("markdown_text") or ""
@@ -169,7 +192,7 @@ class FakeSlack:
 
     # -- Web API ----------------------------------------------------------------------------
 
-    async def _api(self, request: web.Request) -> web.Response:
+    async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
         if request.content_type == "application/json":
@@ -179,20 +202,32 @@ class FakeSlack:
         header = request.headers.get("Authorization", "")
         token = header.removeprefix("Bearer ") if header else params.pop("token", None)
         call = Call(method, params, token)
-        if self.scripts[method]:
-            reply = self.scripts[method].pop(0)
+        reply = self.scripts[method].pop(0) if self.scripts[method] else None
+        response: web.StreamResponse | None = None
+        if reply is not None and reply.fault != "cut":
             call.result = reply.body
-            response = web.json_response(reply.body, status=reply.status, headers=reply.headers)
+            if reply.fault == "page":  # text/html, unless the script says otherwise
+                response = faults.page(reply.status, f"{reply.status} Bad Gateway")
+                response.headers.update(reply.headers)
+            elif reply.fault is None:
+                response = web.json_response(reply.body, status=reply.status, headers=reply.headers)
         else:
             expected = APP_TOKEN if method == "apps.connections.open" else BOT_TOKEN
             ok = token == expected
             call.result = (
                 self._default(method, params) if ok else {"ok": False, "error": "invalid_auth"}
             )
-            response = web.json_response(call.result)
+            response = None if reply is not None else web.json_response(call.result)
         self.calls.append(call)
         await self._notify()
-        return response
+        if response is not None:
+            return response
+        assert reply is not None
+        if reply.fault == "drop":
+            return faults.drop(request)
+        if reply.fault == "hang":
+            return await faults.hang()
+        return await faults.cut_off(request, call.result)
 
     def _default(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         channel = params.get("channel")
@@ -213,6 +248,8 @@ class FakeSlack:
             return {"ok": True, "channel": channel, "ts": f"1700000000.{next(self._ts):06d}"}
         if method in ("chat.update", "chat.appendStream", "chat.stopStream"):
             return {"ok": True, "channel": channel, "ts": params.get("ts")}
+        if method in ("reactions.add", "reactions.remove", "chat.delete"):
+            return {"ok": True}
         if method == "apps.connections.open":
             return {"ok": True, "url": self.url.replace("http", "ws", 1) + "/socket"}
         return {"ok": False, "error": "unknown_method"}
@@ -221,11 +258,39 @@ class FakeSlack:
 
     async def _respond(self, request: web.Request) -> web.Response:
         body = await request.json()
+        if self.scripts["respond"]:  # a response_url failing: a status and a text body
+            reply = self.scripts["respond"].pop(0)
+            return web.Response(status=reply.status, text="internal error")
         if blocks_problem(body.get("blocks")) is not None:
             return web.Response(status=400, text="invalid_blocks")
         self.responses.append((request.match_info["id"], body))
         await self._notify()
         return web.Response(text="ok")
+
+    # -- files ------------------------------------------------------------------------------
+
+    def add_file(self, data: bytes, name: str, mimetype: str) -> dict[str, Any]:
+        """Store a file as if a user had shared it: its object for a message's ``files``."""
+        file_id = f"F{len(self.files) + 1:08d}"
+        self.files[file_id] = data
+        url = f"{self.url}/files-pri/{TEAM}-{file_id}/{name}"
+        return {
+            "id": file_id, "name": name, "title": name, "mimetype": mimetype,
+            "filetype": name.rpartition(".")[2], "size": len(data), "mode": "hosted",
+            "is_external": False, "url_private": url, "url_private_download": url + "?dl=1",
+        }  # fmt: skip
+
+    async def _file(self, request: web.Request) -> web.Response:
+        """url_private: the file for the bot token; without it, Slack's sign-in page."""
+        file_id = request.match_info["id"].removeprefix(f"{TEAM}-")
+        header = request.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ") if header else None
+        self.downloads.append((file_id, token))
+        await self._notify()
+        if token != BOT_TOKEN or file_id not in self.files:
+            page = "<!DOCTYPE html><html><title>Sign in | Slack</title></html>"
+            return web.Response(text=page, content_type="text/html")
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     # -- Socket Mode ------------------------------------------------------------------------
 
@@ -338,6 +403,9 @@ def direct_message(text: str, *, channel: str = "D1", ts: str, user: str = "U1",
     }
 
 
+_TRIGGERS = itertools.count(1)
+
+
 def command_body(command: str, text: str, *, channel: str = "C1", user: str = "U1",
                  response_url: str) -> str:  # fmt: skip
     return urlencode(
@@ -354,7 +422,7 @@ def command_body(command: str, text: str, *, channel: str = "C1", user: str = "U
             "api_app_id": "A1",
             "is_enterprise_install": "false",
             "response_url": response_url,
-            "trigger_id": "1.2.3",
+            "trigger_id": f"1.2.{next(_TRIGGERS)}",  # unique per invocation, as Slack's
         }
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -48,11 +49,22 @@ async def slack_gateway(
         yield Harness(fake, server, channel, SlackClient(session, server.url))
 
 
+LEAD = re.compile(r"<@(U[A-Z0-9]+)> ran `([^`]*)`\n")
+
+
+def lead(message: Message) -> str | None:
+    """What a slash command's reply says was run (``/deploy prod``), if it says it."""
+    match = LEAD.match(message.text)
+    return match.group(2) if match else None
+
+
 def shown(message: Message, markdown: str) -> bool:
-    """``message`` shows ``markdown``: as is when streamed (Slack renders Markdown), else as
-    mrkdwn. Whether a short reply streams depends on timing, what it shows does not.
+    """``message`` shows ``markdown`` (after a slash command's lead line): as is when streamed
+    (Slack renders Markdown), else as mrkdwn. Whether a short reply streams depends on
+    timing, what it shows does not.
     """
-    return message.text == (markdown if message.streamed else to_mrkdwn(markdown))
+    text = LEAD.sub("", message.text, count=1)
+    return text == (markdown if message.streamed else to_mrkdwn(markdown))
 
 
 # -- runtimes -------------------------------------------------------------------------------

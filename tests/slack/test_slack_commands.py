@@ -30,13 +30,14 @@ async def test_umbrella_and_per_command_forms_send_the_same_source(gateway_serve
     assert [status for status, _ in answers] == [200, 200, 200, 200]
     assert [body for _, body in answers] == ["", "", "", ""]  # nothing shown as the ack
     assert sorted(recorder.sources) == ["/deploy", "/deploy prod", "/deploy prod", "/deploy prod"]
-    # Results are posted in the channel, not in a thread, and not through response_url.
+    # Results are posted in the channel, not in a thread, and not through response_url;
+    # each says who ran what.
     shown = {m.channel: (m.thread_ts, m.text) for m in fake.messages()}
     assert shown == {
-        "C1": (None, "got: /deploy prod"),
-        "C2": (None, "got: /deploy prod"),
-        "C3": (None, "got: /deploy prod"),
-        "C4": (None, "got: /deploy"),
+        "C1": (None, "<@U1> ran `/agent deploy prod`\ngot: /deploy prod"),
+        "C2": (None, "<@U1> ran `/agent /deploy prod`\ngot: /deploy prod"),
+        "C3": (None, "<@U1> ran `/deploy prod`\ngot: /deploy prod"),
+        "C4": (None, "<@U1> ran `/deploy`\ngot: /deploy"),
     }
     assert fake.responses == []
 
@@ -74,10 +75,11 @@ async def test_rejections_are_ephemeral_and_never_reach_the_runtime(gateway_serv
             "This command only runs in the interactive TUI.",
         }
     ]
-    assert fake.responses_to("empty") == [
+    assert fake.responses_to("empty") == [  # the umbrella alone: how to use it
         {
             "response_type": "ephemeral",
-            "text": "Invalid slash command. Enter a command name after /.",
+            "text": "Usage: `/agent <command> [arguments]`, for example `/agent help` "
+            "(which lists the commands).",
         }
     ]
 
@@ -95,7 +97,7 @@ async def test_the_ack_never_waits_for_the_runtime(gateway_server):
         slow.release.set()
         await h.channel.drain(WAIT)
     assert (status, body, sent_before_ack) == (200, "", [])
-    assert [m.text for m in fake.messages()] == ["deployed"]
+    assert [m.text for m in fake.messages()] == ["<@U1> ran `/agent deploy prod`\ndeployed"]
 
 
 async def test_host_command_results_are_posted_in_the_channel(gateway_server):
@@ -104,7 +106,7 @@ async def test_host_command_results_are_posted_in_the_channel(gateway_server):
         await h.slack.command("/agent", "help", channel="C5", response_url=fake.response_url("h"))
         await h.channel.drain(WAIT)
     [message] = fake.messages("C5")
-    assert message.text.startswith("*Gateway commands*")
+    assert message.text.startswith("<@U1> ran `/agent help`\n*Gateway commands*")
     assert "• `/deploy &lt;environment&gt;` — Deploy a build" in message.text
 
 
@@ -135,4 +137,4 @@ async def test_a_busy_session_rejects_a_slash_command_ephemerally(gateway_server
         "text": "Slash command /deploy could not run because the session is busy. "
         "Retry in a moment.",
     }
-    assert [m.text for m in fake.messages("C9")] == ["first done"]
+    assert [m.text for m in fake.messages("C9")] == ["<@U1> ran `/deploy a`\nfirst done"]

@@ -9,6 +9,8 @@ from pydantic import SecretStr
 from channels.slack.manifest import MAX_SLASH_COMMANDS, build_manifest, slack_command_name
 from contract import Command
 from gateway.cli import main
+from gateway.core import Gateway
+from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext
 from tests.conftest import make_settings
 
 
@@ -38,7 +40,7 @@ def test_commands_follow_slacks_naming_rules_and_skip_reserved_names():
         "command": "/deploy",
         "description": "Deploy a build",
         "should_escape": False,
-        "usage_hint": "environment",
+        "usage_hint": "<environment>",
         "url": "https://gw.example.com/slack/events",
     }
     assert all(
@@ -49,7 +51,7 @@ def test_commands_follow_slacks_naming_rules_and_skip_reserved_names():
 
 def test_slacks_cap_on_slash_commands_is_respected():
     commands = [Command(name=f"cmd{n}") for n in range(80)]
-    manifest = build_manifest(commands, make_settings())
+    manifest = build_manifest(commands, make_settings(slack_public_url="https://gw.example.com"))
     assert len(names(manifest)) == MAX_SLASH_COMMANDS == 50
     assert names(manifest)[:2] == ["/agent", "/cmd0"]
 
@@ -68,7 +70,9 @@ def test_events_scopes_and_request_urls():
         "app_mentions:read",
         "chat:write",
         "commands",
+        "files:read",
         "im:history",
+        "reactions:write",  # the mark on queued messages
     }
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
 
@@ -105,3 +109,30 @@ def test_the_cli_prints_the_manifest_of_the_effective_inventory(monkeypatch, cap
         manifest["settings"]["event_subscriptions"]["request_url"]
         == "https://gw.example.com/slack/events"
     )
+
+
+async def test_agent_commands_named_like_gateway_commands_appear_once() -> None:
+    async def handler(ctx: HandlerContext) -> None:
+        """Never runs: only the inventory matters here."""
+
+    agent = (
+        Command(name="help", description="The agent's help"),
+        Command(name="status", description="The agent's status"),
+        Command(name="tool", description="Describe a tool", hint="<tool-name>"),
+    )
+    settings = make_settings(slack_public_url="https://gw.example.test")
+    gateway = Gateway(
+        settings, EmbeddedRuntime(EntityDefinition("e", handler, slash_commands=agent))
+    )
+    await gateway.start()
+    try:
+        menu = gateway.menu()
+    finally:
+        await gateway.stop()
+    assert menu is not None
+    manifest = build_manifest(menu, settings)
+    # One entry per name; the agent's own are reachable by their alias.
+    assert names(manifest) == ["/agent", "/help", "/new", "/cancel", "/agent-help",
+                               "/agent-status", "/tool"]  # fmt: skip
+    tool = manifest["features"]["slash_commands"][-1]
+    assert tool["usage_hint"] == "<tool-name>"  # bracketed once

@@ -28,8 +28,11 @@ TELEGRAM_ONLY = (
 )
 PLAIN_TEXT = "plain text reaches the agent by mention or direct message, not by a slash command"
 TRIMMED = "Slack trims the text of a slash command, so leading white space cannot reach the app"
+USAGE = "the umbrella command alone answers its usage (test_slack_commands)"
 # The commands this app registers in Slack: what the per-command form can be typed with.
-MANIFEST = build_manifest(HOST + INVENTORY, make_settings())
+MANIFEST = build_manifest(
+    HOST + INVENTORY, make_settings(slack_public_url="https://gw.example.com")
+)
 REGISTERED = {c["command"] for c in MANIFEST["features"]["slash_commands"]}
 
 
@@ -50,6 +53,8 @@ def umbrella(text: str) -> tuple[str, str] | str:
     rest = text[1:]
     if rest != rest.lstrip():
         return TRIMMED
+    if not rest:
+        return USAGE
     return "/agent", text if rest.startswith("/") else rest
 
 
@@ -99,8 +104,8 @@ async def test_parity_case_through_slack(gateway_server, monkeypatch, case, form
         seen: list[tuple[InboundMessage, Outcome]] = []
         handle = h.server.gateway.handle
 
-        async def spy(message: InboundMessage, sink: Any = None) -> Outcome:
-            outcome = await handle(message, sink)
+        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
+            outcome = await handle(message, sink, entry)
             if message.channel == "slack":
                 seen.append((message, outcome))
             return outcome

@@ -21,6 +21,7 @@ from tests.slack.slack_harness import (
     slack_gateway,
 )
 
+LEAD = "<@U1> ran `/deploy prod`\n"  # a slash command's reply says who ran what
 DEPLOY = (Command(name="deploy", description="Deploy a build"),)
 
 
@@ -117,7 +118,8 @@ async def test_previews_show_the_reply_while_it_is_written(gateway_server):
             yield MessageDelta(", part two")
             await fake.wait_for(
                 lambda: any(
-                    c.params.get("text") == "part one, part two" for c in fake.of("chat.update")
+                    c.params.get("text") == f"{LEAD}part one, part two"
+                    for c in fake.of("chat.update")
                 )
             )
             yield MessageDelta(", end")
@@ -126,8 +128,8 @@ async def test_previews_show_the_reply_while_it_is_written(gateway_server):
         return script
 
     fake = await deploy_streaming(gateway_server, script_for, update_interval=0)
-    assert fake.of("chat.postMessage")[0].params["text"] == "part one"
-    assert [m.text for m in fake.messages()] == ["part one, part two, end"]
+    assert fake.of("chat.postMessage")[0].params["text"] == f"{LEAD}part one"
+    assert [m.text for m in fake.messages()] == [f"{LEAD}part one, part two, end"]
 
 
 async def test_chat_update_is_throttled(gateway_server):
@@ -160,8 +162,13 @@ async def test_long_replies_are_cut_under_slacks_limit_after_rendering(gateway_s
     shown = [m.text for m in fake.messages("C8")]
     assert len(shown) > 1
     assert all(utf16_len(text) <= TEXT_LIMIT for text in shown)
-    assert shown == chunks(to_mrkdwn(reply))
-    assert "&amp;" in shown[0] and "&lt;" in shown[0] and "<" not in shown[0].replace("&lt;", "")
+    # The first message says who ran what, and still fits.
+    assert shown[0].startswith(LEAD)
+    assert [shown[0].removeprefix(LEAD), *shown[1:]] == chunks(
+        to_mrkdwn(reply), TEXT_LIMIT - len(LEAD)
+    )
+    body = shown[0].removeprefix(LEAD)
+    assert "&amp;" in body and "&lt;" in body and "<" not in body.replace("&lt;", "")
 
 
 async def test_rate_limits_are_waited_out_and_retried(gateway_server):
@@ -177,7 +184,7 @@ async def test_rate_limits_are_waited_out_and_retried(gateway_server):
         await h.channel.drain(WAIT)
     first, second = fake.of("chat.postMessage")
     assert second.at - first.at >= 1.0
-    assert [m.text for m in fake.messages()] == ["deployed"]
+    assert [m.text for m in fake.messages()] == [f"{LEAD}deployed"]
 
 
 async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(gateway_server):
@@ -192,7 +199,7 @@ async def test_failures_are_one_message_with_the_warning_prefix_for_plain_text(g
         await h.slack.command("/deploy", "prod", channel="C2", response_url=fake.response_url("r"))
         await h.channel.drain(WAIT)
     assert [m.text for m in fake.messages("C1")] == [":warning: The request failed: boom"]
-    assert [m.text for m in fake.messages("C2")] == ["Slash command /deploy failed: boom"]
+    assert [m.text for m in fake.messages("C2")] == [f"{LEAD}Slash command /deploy failed: boom"]
     assert fake.responses == []
 
 

@@ -38,5 +38,5 @@ async def test_events_and_commands_arrive_over_socket_mode(gateway_server):
     assert sorted(recorder.sources) == ["/deploy prod", "hi"]
     assert {(m.channel, m.thread_ts, m.text) for m in fake.messages()} == {
         ("C1", "50.1", "got: hi"),
-        ("C2", None, "got: /deploy prod"),
+        ("C2", None, "<@U1> ran `/agent deploy prod`\ngot: /deploy prod"),
     }

@@ -1,6 +1,7 @@
 """A fake Telegram Bot API on 127.0.0.1: checks parameters as Telegram does, records what was
 sent, and can inject failures (429 with retry_after, any error for the next matching call, a
-redirect back to the same URL until aiohttp gives up, an HTML page quoting the URL).
+redirect back to the same URL until aiohttp gives up, an HTML page quoting the URL, a
+connection dropped before the call or cut off after it, a call left unanswered).
 
 What it checks, after the Bot API documentation:
 - command names ``[a-z0-9_]{1,32}``, descriptions 1-256 characters, at most 100 commands;
@@ -10,7 +11,9 @@ What it checks, after the Bot API documentation:
   links do not contain each other, except pre's inner code; blockquotes do not nest),
   otherwise "Bad Request: can't parse entities: ...";
 - editMessageText with the same text and markup: "message is not modified";
-- sendMessageDraft only in private chats (positive chat ids here; groups are negative).
+- sendMessageDraft only in private chats (positive chat ids here; groups are negative);
+- getFile: an unknown file_id is "Bad Request: invalid file_id", a file over 20 MB "Bad
+  Request: file is too big"; files are served at ``/file/bot<token>/<file_path>``.
 """
 
 from __future__ import annotations
@@ -24,19 +27,23 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
 from contract import utf16_len
+from tests import faults
 
 TOKEN = "123456:TEST-token_for-the-fake"
 BOT_ID = 123456
 WAIT = 10.0
 REDIRECTS = 10  # aiohttp's limit: the call fails at the tenth redirect
+DOWNLOAD_LIMIT = 20 * 1000 * 1000  # getFile: "file is too big" above it
 
 COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
-_JSON_FIELDS = {"commands", "reply_markup", "reply_parameters", "allowed_updates", "scope"}
+_JSON_FIELDS = {
+    "commands", "reply_markup", "reply_parameters", "allowed_updates", "scope", "reaction",
+}  # fmt: skip
 _TAGS = {
     "b": "bold", "strong": "bold", "i": "italic", "em": "italic", "u": "underline",
     "ins": "underline", "s": "strikethrough", "strike": "strikethrough", "del": "strikethrough",
@@ -172,13 +179,16 @@ class Sent:
     edits: int = 0
 
 
+FaultKind = Literal["json", faults.Kind]
+
+
 @dataclass
 class Fault:
     code: int
     description: str
     parameters: dict[str, Any] | None
     when: Callable[[dict[str, Any]], bool]
-    page: bool = False  # an HTML page, not the Bot API's JSON
+    kind: FaultKind = "json"  # the Bot API's own error, or see tests.faults (pages quote the path)
 
 
 class FakeBotAPI:
@@ -193,17 +203,26 @@ class FakeBotAPI:
         self.commands: list[dict[str, str]] | None = None  # the default scope
         self.chat_commands: dict[int, list[dict[str, str]]] = {}  # BotCommandScopeChat
         self.webhook: dict[str, Any] | None = None
+        self.reactions: dict[tuple[int, int], list[dict[str, Any]]] = {}  # current, by message
+        self.deleted: list[Sent] = []
         self._updates: deque[dict[str, Any]] = deque()
+        self.files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes)
+        self.downloads: list[str] = []  # file paths downloaded
+        self.expired: set[str] = set()  # file paths whose download answers 404
         self._next_id: defaultdict[int, int] = defaultdict(lambda: 1)
         self._faults: defaultdict[str, deque[Fault]] = defaultdict(deque)
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
+        # Seconds each call of a method takes before Telegram acts on it: a caller that goes
+        # away meanwhile (killed) leaves no trace, as a request that never fully arrived.
+        self.latency: Callable[[str], float] = lambda method: 0.0
 
     # -- the server -----------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeBotAPI:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -243,13 +262,47 @@ class FakeBotAPI:
         """Answer the next call of ``method`` as a server that is not the Bot API may: an
         HTML 404 page quoting the request path, token included.
         """
-        self._faults[method].append(Fault(404, "", None, lambda params: True, page=True))
+        self.fail(method, "page", code=404)
+
+    def fail(
+        self,
+        method: str,
+        kind: FaultKind,
+        *,
+        code: int = 502,
+        times: int = 1,
+        when: Callable[[dict[str, Any]], bool] = lambda params: True,
+    ) -> None:
+        """The next ``times`` calls of ``method`` (matching ``when``) fail this way (see
+        ``Fault``).
+        """
+        for _ in range(times):
+            self._faults[method].append(Fault(code, "", None, when, kind))
 
     def redirect_loop(self, method: str, calls: int = 1) -> None:
         """Redirect the next ``calls`` calls of ``method`` to themselves until aiohttp gives
         up (TooManyRedirects, whose text quotes the URL, token included).
         """
         self.inject(method, 307, "redirect", times=REDIRECTS * calls)
+
+    def add_file(self, data: bytes, path: str, **fields: Any) -> dict[str, Any]:
+        """Store a file as if a user had sent it: its object for an update (file_id,
+        file_unique_id, file_size, plus ``fields`` such as width or mime_type).
+        """
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = (path, data)
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data),
+                **fields}  # fmt: skip
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _answer_error(ApiError(401, "Unauthorized"))
+        path = request.match_info["path"]
+        found = next((data for p, data in self.files.values() if p == path), None)
+        if found is None or path in self.expired:
+            return _answer_error(ApiError(404, "Not Found"))
+        self.downloads.append(path)
+        return web.Response(body=found, content_type="application/octet-stream")
 
     async def push_update(self, update: dict[str, Any]) -> None:
         """Queue an update for getUpdates (long polling)."""
@@ -283,15 +336,25 @@ class FakeBotAPI:
             return _answer_error(ApiError(401, "Unauthorized"))
         method = request.match_info["method"]
         params = await _params(request)
+        delay = self.latency(method)
+        if delay:
+            await asyncio.sleep(delay)  # cancelled with the request if the caller goes
         self.calls.append(Call(method, params))
         await self._notify()  # a long poll answers late: the call itself is news
+        cut = False
         try:
             for fault in list(self._faults[method]):
                 if fault.when(params):
                     self._faults[method].remove(fault)
-                    if fault.page:
-                        page = f"<pre>Cannot POST {request.path}</pre>"
-                        return web.Response(status=404, text=page, content_type="text/html")
+                    if fault.kind == "page":
+                        return faults.page(fault.code, f"Cannot POST {request.path}")
+                    if fault.kind == "drop":
+                        return faults.drop(request)
+                    if fault.kind == "hang":
+                        return await faults.hang()
+                    cut = fault.kind == "cut"
+                    if cut:
+                        break
                     if 300 <= fault.code < 400:
                         return web.Response(status=fault.code, headers={"Location": request.path})
                     raise ApiError(fault.code, fault.description, fault.parameters)
@@ -304,6 +367,8 @@ class FakeBotAPI:
             return _answer_error(exc)
         finally:
             await self._notify()
+        if cut:
+            return await faults.cut_off(request, {"ok": True, "result": result})
         return web.json_response({"ok": True, "result": result})
 
     def _me(self) -> dict[str, Any]:
@@ -364,6 +429,17 @@ class FakeBotAPI:
         limit = int(params.get("limit", 100))
         return list(self._updates)[:limit]
 
+    async def _m_getFile(self, params: dict[str, Any]) -> Any:
+        found = self.files.get(str(params.get("file_id")))
+        if found is None:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        path, data = found
+        if len(data) > DOWNLOAD_LIMIT:
+            raise ApiError(400, "Bad Request: file is too big")
+        file_id = str(params["file_id"])
+        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data),
+                "file_path": path}  # fmt: skip
+
     async def _m_sendChatAction(self, params: dict[str, Any]) -> Any:
         _chat(params)
         return True
@@ -395,6 +471,19 @@ class FakeBotAPI:
         sent.raw, sent.parse_mode = params["text"], params.get("parse_mode")
         sent.edits += 1
         return self._message(sent)
+
+    async def _m_setMessageReaction(self, params: dict[str, Any]) -> Any:
+        chat_id = _chat(params)
+        reaction = params.get("reaction") or []
+        if any(r.get("type") != "emoji" or not r.get("emoji") for r in reaction):
+            raise ApiError(400, "Bad Request: REACTION_INVALID")
+        self.reactions[(chat_id, _int(params.get("message_id")) or 0)] = reaction
+        return True
+
+    async def _m_deleteMessage(self, params: dict[str, Any]) -> Any:
+        sent = self._find(params)
+        self.deleted.append(self.sent.pop((sent.chat_id, sent.message_id)))
+        return True
 
     async def _m_editMessageReplyMarkup(self, params: dict[str, Any]) -> Any:
         sent = self._find(params)

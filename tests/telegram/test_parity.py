@@ -1,4 +1,4 @@
-"""Every case of shared/parity/cases.jsonl through the Telegram channel, next to the webhook.
+"""Every case of tests/parity/cases.jsonl through the Telegram channel, next to the webhook.
 
 One gateway serves both channels, on an embedded runtime whose inventory is the header's and
 whose handler answers deterministically. A case goes in as a Telegram update (private chat,
@@ -17,8 +17,8 @@ import pytest
 from channels.telegram.render import render
 from contract import Command
 from gateway.inbound import InboundMessage, Outcome, ReplySink
-from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
-from tests.conftest import case_view, load_parity
+from gateway.state import Entry
+from tests.conftest import case_view, load_parity, parity_runtime
 
 from .fake_bot_api import FakeBotAPI
 from .helpers import PRIVATE, Served, Start, message_update
@@ -31,18 +31,6 @@ REJECTED = ("invalid", "unsupported", "interactive_only")
 async def fake() -> AsyncIterator[FakeBotAPI]:
     async with FakeBotAPI(username=HEADER["bot_username"]) as api:
         yield api
-
-
-async def answer(ctx: HandlerContext) -> None:
-    if isinstance(ctx.wake, InboxWake):
-        await ctx.reply(f"runtime received: {ctx.wake.message.payload['source']}")
-
-
-def parity_runtime() -> EmbeddedRuntime:
-    inventory = tuple(Command(**c) for c in HEADER["inventory"])
-    return EmbeddedRuntime(
-        EntityDefinition(type="parity", handler=answer, slash_commands=inventory)
-    )
 
 
 def observed(outcome: Outcome) -> dict[str, Any]:
@@ -64,8 +52,10 @@ async def run_both(
     gateway = served.server.gateway
     handle = gateway.handle
 
-    async def spy(message: InboundMessage, sink: ReplySink | None = None) -> Outcome:
-        outcome = await handle(message, sink)
+    async def spy(
+        message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None
+    ) -> Outcome:
+        outcome = await handle(message, sink, entry)
         outcomes[message.channel] = outcome
         return outcome
 
@@ -106,9 +96,14 @@ async def test_parity_case(telegram: Start, fake: FakeBotAPI, case: dict[str, An
             return
 
         assert forwarded(tg) == web["forwarded"]
-        assert tg.reply is not None and tg.reply.text == web["reply"]["text"]
+        assert tg.reply is not None
+        if tg.classification.command == "help":
+            # Spelled for Telegram: menu names as plain, tappable links (test_help.py).
+            assert "`/" not in tg.reply.text and "`/" in web["reply"]["text"]
+        else:
+            assert tg.reply.text == web["reply"]["text"]
         assert tg.reply.category == web["reply"]["category"]
-        chunks = render(web["reply"]["text"])
+        chunks = render(tg.reply.text)
         assert fake.texts(PRIVATE) == [c.plain for c in chunks]
         assert [m.raw for m in fake.messages(PRIVATE)] == [c.html for c in chunks]
 

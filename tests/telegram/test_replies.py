@@ -12,6 +12,7 @@ import pytest
 from channels.telegram import delivery, sink
 from channels.telegram.sink import TYPING_EVERY
 from contract import Command
+from gateway.backoff import Backoff
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd
 
 from .fake_bot_api import NOT_MODIFIED, WAIT, FakeBotAPI
@@ -19,6 +20,7 @@ from .helpers import GROUP, PRIVATE, Scripted, ScriptedTurn, Served, Start, mess
 
 GO = Command(name="go", description="Go")
 INTERVAL = 0.2
+FAST = Backoff(base=0.01)  # retries without the waits
 
 
 async def test_rejections_use_the_catalog(telegram: Start, fake: FakeBotAPI) -> None:
@@ -235,7 +237,7 @@ async def test_a_deleted_placeholder_gets_the_final_text_as_a_new_message(
 async def test_the_final_text_outlasts_server_and_network_errors(
     telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(delivery, "RETRY_BASE", 0.01)
+    monkeypatch.setattr(delivery, "RETRY", FAST)
     fake.inject("sendMessage", 502, "Bad Gateway", times=2)
     fake.redirect_loop("sendMessage")  # then a network error
     async with telegram() as served:
@@ -247,7 +249,7 @@ async def test_the_final_text_outlasts_server_and_network_errors(
 async def test_the_final_edit_of_a_placeholder_is_retried(
     telegram: Start, fake: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(delivery, "RETRY_BASE", 0.01)
+    monkeypatch.setattr(delivery, "RETRY", FAST)
     runtime = Scripted(GO)
     async with telegram(runtime, telegram_edit_interval=INTERVAL) as served:
         turn = await partial_in_group(served, runtime)
@@ -259,10 +261,10 @@ async def test_the_final_edit_of_a_placeholder_is_retried(
 
 
 @pytest.mark.parametrize(
-    ("base", "within", "attempts"),
+    ("policy", "attempts"),
     [
-        (0.01, 15.0, delivery.RETRIES + 1),  # the number of attempts is bounded
-        (0.2, 0.5, 2),  # so is the time: the second wait (0.4 s) would end past 0.5 s
+        (Backoff(attempts=4, base=0.01), 4),  # the number of attempts is bounded
+        (Backoff(base=0.2, within=0.05), 1),  # so is the time: the first wait ends past 0.05 s
     ],
     ids=["number", "time"],
 )
@@ -270,12 +272,10 @@ async def test_retries_end_within_bounds(
     telegram: Start,
     fake: FakeBotAPI,
     monkeypatch: pytest.MonkeyPatch,
-    base: float,
-    within: float,
+    policy: Backoff,
     attempts: int,
 ) -> None:
-    monkeypatch.setattr(delivery, "RETRY_BASE", base)
-    monkeypatch.setattr(delivery, "RETRY_WITHIN", within)
+    monkeypatch.setattr(delivery, "RETRY", policy)
     fake.inject("sendMessage", 503, "Service Unavailable", times=100)
     async with telegram() as served:
         await served.deliver(message_update(PRIVATE, "/echo lost"))  # ends: it gives up

@@ -52,7 +52,7 @@ async def test_bad_input_is_a_4xx_with_a_message(telegram: Start, fake: FakeBotA
             status, answer = await served.post(body)
             assert (status, answer["description"]) == (400, "request body is not an update")
         status, answer = await served.post('{"update_id": 1, "x": "' + "a" * 3000 + '"}')
-        assert (status, answer["description"]) == (413, "update over the limit of 2000 bytes")
+        assert (status, answer["description"]) == (413, "request body over the limit of 2000 bytes")
         assert await served.post(message_update(PRIVATE, "/echo fine")) == (200, {"ok": True})
         await asyncio.wait_for(served.channel.intake.drain(), WAIT)
         assert fake.texts(PRIVATE) == ["fine"]
@@ -154,7 +154,11 @@ async def test_the_webhook_is_registered_with_its_secret(telegram: Start, fake: 
         assert fake.webhook is not None
         assert fake.webhook["url"] == url
         assert fake.webhook["secret_token"] == SECRET
-        assert set(fake.webhook["allowed_updates"]) == {"message", "callback_query"}
+        assert set(fake.webhook["allowed_updates"]) == {
+            "message",
+            "edited_message",
+            "callback_query",
+        }
 
 
 def test_webhook_mode_without_a_secret_refuses_to_start(

@@ -5,34 +5,59 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from acp import image_block, resource_link_block, text_block
+from acp import (
+    audio_block,
+    embedded_blob_resource,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    resource_link_block,
+    text_block,
+)
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanContentUpdate,
+    AgentPlanRemovedUpdate,
     AgentPlanUpdate,
+    AgentThoughtChunk,
     AvailableCommand,
     ContentToolCallContent,
+    PlanUpdateItems,
+    PlanUpdateMarkdown,
     PromptCapabilities,
     ResourceContentBlock,
+    SessionConfigOptionSelect,
+    SessionConfigSelectGroup,
+    SessionConfigSelectOption,
     SessionModeState,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    Usage,
+    UsageUpdate,
 )
 
 from contract import Command, FileNode, SlashCommandNode
 from contract.models import ComposerNode
 
+from ...attachments import describe
 from ...events import (
     MessageDelta,
     Mode,
+    Model,
+    PlanEntry,
+    PlanUpdated,
+    ReasoningDelta,
     RuntimeEvent,
     SessionUpdated,
-    StatusChanged,
     ToolEnd,
     ToolRunning,
     ToolStart,
+    UsageReported,
 )
+from ...inbound import Attachment
 from ..base import Turn
 
 PromptBlock = Any  # the SDK's content block union (text, image, resource_link, ...)
@@ -47,6 +72,58 @@ def modes(state: SessionModeState) -> SessionUpdated:
     return SessionUpdated(
         modes=tuple(Mode(m.id, m.name, m.description or "") for m in state.available_modes),
         current_mode=state.current_mode_id,
+    )
+
+
+def config_options(options: list[Any] | None) -> SessionUpdated | None:
+    """Session config options (``category`` mode or model, select-typed) as modes and models;
+    None when there are none of these.
+    """
+    modes_: tuple[Mode, ...] | None = None
+    models: tuple[Model, ...] | None = None
+    current_mode = current_model = None
+    for option in options or ():
+        if not isinstance(option, SessionConfigOptionSelect):
+            continue
+        choices = list(_choices(option.options))
+        if option.category == "model":
+            models = tuple(Model(c.value, c.name, c.description or "") for c in choices)
+            current_model = option.current_value
+        elif option.category == "mode":
+            modes_ = tuple(Mode(c.value, c.name, c.description or "") for c in choices)
+            current_mode = option.current_value
+    if models is None and modes_ is None:
+        return None
+    return SessionUpdated(
+        modes=modes_, current_mode=current_mode, models=models, current_model=current_model
+    )
+
+
+def _choices(
+    options: list[SessionConfigSelectOption] | list[SessionConfigSelectGroup],
+) -> Any:
+    for option in options:
+        if isinstance(option, SessionConfigSelectGroup):
+            yield from option.options
+        else:
+            yield option
+
+
+def usage(reported: Usage | UsageUpdate) -> UsageReported:
+    """A prompt response's token counts, or a ``usage_update`` (context window and cost)."""
+    if isinstance(reported, Usage):
+        return UsageReported(
+            input_tokens=reported.input_tokens,
+            output_tokens=reported.output_tokens,
+            total_tokens=reported.total_tokens,
+            thought_tokens=reported.thought_tokens,
+        )
+    cost = reported.cost
+    return UsageReported(
+        context_used=reported.used,
+        context_size=reported.size,
+        cost=cost.amount if cost else None,
+        currency=cost.currency if cost else None,
     )
 
 
@@ -97,14 +174,50 @@ def _file_uri(path: str, cwd: Path) -> str:
 
 
 def _attachments(turn: Turn, capabilities: PromptCapabilities | None) -> list[PromptBlock]:
-    images = bool(capabilities and capabilities.image)
+    """Each file as the agent declared it can take it (``promptCapabilities``): image and
+    audio blocks, text and PDF as embedded resources; otherwise a link to where the file is
+    public, or else its descriptor. Bytes are never dropped silently.
+    """
+    caps = capabilities or PromptCapabilities()
     blocks: list[PromptBlock] = []
     for item in turn.attachments:
-        if item.data is not None and images and item.media_type.startswith("image/"):
-            blocks.append(image_block(base64.b64encode(item.data).decode("ascii"), item.media_type))
+        kind = item.media_type.partition("/")[0]
+        data = item.data
+        if data is not None and kind == "image" and caps.image:
+            blocks.append(image_block(_b64(data), item.media_type, uri=item.url))
+        elif data is not None and kind == "audio" and caps.audio:
+            blocks.append(audio_block(_b64(data), item.media_type))
+        elif data is not None and caps.embedded_context and (embedded := _embedded(item, data)):
+            blocks.append(resource_block(embedded))
         elif item.url is not None:
-            blocks.append(resource_link_block(item.name, item.url, mime_type=item.media_type))
+            size = len(data) if data is not None else None
+            blocks.append(
+                resource_link_block(item.name, item.url, mime_type=item.media_type, size=size)
+            )
+        else:
+            blocks.append(text_block(describe(item)))
     return blocks
+
+
+_EMBEDDED_BLOBS = {"application/pdf"}  # binary that agents' models read natively
+
+
+def _embedded(item: Attachment, data: bytes) -> Any:
+    """A resource's contents: text when the file is text, a blob for PDF, else None."""
+    uri = item.url or f"attachment:{quote(item.name)}"
+    if item.media_type in _EMBEDDED_BLOBS:
+        return embedded_blob_resource(uri, _b64(data), mime_type=item.media_type)
+    if item.media_type.startswith("text/") or item.media_type.endswith(("json", "xml", "yaml")):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return embedded_text_resource(uri, text, mime_type=item.media_type)
+    return None
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def turn_events(update: Any) -> list[RuntimeEvent]:
@@ -123,11 +236,27 @@ def turn_events(update: Any) -> list[RuntimeEvent]:
         )
     if isinstance(update, ToolCallProgress):
         return _tool_status(update.tool_call_id, update.status, update.title, update.content)
+    if isinstance(update, AgentThoughtChunk):
+        thought = update.content
+        return [ReasoningDelta(thought.text)] if isinstance(thought, TextContentBlock) else []
     if isinstance(update, AgentPlanUpdate):
-        marks = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
-        plan = "; ".join(f"{marks.get(e.status, '[ ]')} {e.content}" for e in update.entries)
-        return [StatusChanged("generating", f"plan: {plan}" if plan else None)]
+        return [_plan(update.entries)]
+    if isinstance(update, AgentPlanContentUpdate):
+        plan = update.plan
+        if isinstance(plan, PlanUpdateItems):
+            return [_plan(plan.entries)]
+        if isinstance(plan, PlanUpdateMarkdown):
+            return [PlanUpdated(text=plan.content)]
+        return [PlanUpdated(text=f"[plan]({plan.uri})")]
+    if isinstance(update, AgentPlanRemovedUpdate):
+        return [PlanUpdated()]
+    if isinstance(update, UsageUpdate):
+        return [usage(update)]
     return []
+
+
+def _plan(entries: list[Any]) -> PlanUpdated:
+    return PlanUpdated(tuple(PlanEntry(e.content, e.status, e.priority) for e in entries))
 
 
 def _tool_status(

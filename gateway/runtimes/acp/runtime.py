@@ -6,13 +6,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, Client, RequestError, spawn_agent_process
+from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.client.connection import ClientSideConnection
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.schema import (
@@ -20,18 +19,22 @@ from acp.schema import (
     DeniedOutcome,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptCapabilities,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
+from acp.transports import default_environment
 from pydantic import SecretStr
 
+from ...state import StateStore
 from ...store import BoundedTTLMap
 from ...tasks import BackgroundTasks
 from ..base import Runtime, RuntimeSession, UpdateListener
-from ..stdio import StderrPipe, program, revealed
+from ..kept import KeptSessions
+from ..stdio import StderrPipe, end_group, exited, missing_program, program, revealed, spawn
 from .session import AcpSession
 
 log = logging.getLogger("slashgate.acp")
@@ -72,7 +75,6 @@ class _Agent:
     generation: int
     conn: ClientSideConnection
     process: asyncio.subprocess.Process
-    stack: AsyncExitStack
     init: InitializeResponse
 
     @property
@@ -91,6 +93,7 @@ class AcpRuntime(Runtime):
         cwd: Path = Path("."),
         env: Mapping[str, SecretStr] | None = None,
         auth_method: str | None = None,
+        cancel_grace: float = 5.0,
     ) -> None:
         if not command:
             raise ValueError(
@@ -101,12 +104,18 @@ class AcpRuntime(Runtime):
         # The SDK passes only a trimmed environment (PATH, HOME, ...) plus this.
         self._env = dict(env or {})
         self._auth_method = auth_method
+        self.cancel_grace = cancel_grace  # how long the agent has to honour session/cancel
         self._lock = asyncio.Lock()
         self._agent: _Agent | None = None
+        self._starting: asyncio.subprocess.Process | None = None  # spawned, not initialized
         self._generation = 0
         self._sessions: dict[str, AcpSession] = {}
         self._early: BoundedTTLMap[list[Any]] = BoundedTTLMap(EARLY_SESSIONS, EARLY_TTL)
         self._tasks = BackgroundTasks()  # stderr drains and exit watchers
+        self.kept = KeptSessions("acp")  # conversation -> its ACP session id
+
+    def use_store(self, store: StateStore) -> None:
+        self.kept.store = store
 
     @property
     def prompt_capabilities(self) -> PromptCapabilities | None:
@@ -119,6 +128,10 @@ class AcpRuntime(Runtime):
         await self.connection()
 
     async def stop(self) -> None:
+        # An agent still starting holds the lock for up to INITIALIZE_TIMEOUT: ended here, its
+        # initialize fails at once, and the lock comes free.
+        if self._starting is not None:
+            await end_group(self._starting)
         async with self._lock:
             agent, self._agent = self._agent, None
             if agent is not None:
@@ -139,28 +152,28 @@ class AcpRuntime(Runtime):
         self._generation += 1
         generation = self._generation
         self._sessions.clear()  # session ids of an earlier process mean nothing to this one
-        stack = AsyncExitStack()
         stderr = StderrPipe()
         try:
-            conn, process = await stack.enter_async_context(
-                spawn_agent_process(
-                    cast(Client, _Client(self, generation)),
-                    self._command[0],
-                    *self._command[1:],
-                    env=revealed(self._env),
-                    cwd=self.cwd,
-                    transport_kwargs={
-                        "limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
-                        "stderr": stderr.child_fd,
-                    },
-                )
+            process = await spawn(
+                *self._command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr.child_fd,
+                # The SDK's trimmed environment (PATH, HOME, ...) plus the configured one.
+                env={**default_environment(), **revealed(self._env)},
+                cwd=self.cwd,
+                limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
             )
         except BaseException:
             stderr.close()
-            await stack.aclose()
             raise
         stderr.started()
+        assert process.stdin is not None and process.stdout is not None
+        conn = ClientSideConnection(
+            cast(Client, _Client(self, generation)), process.stdin, process.stdout
+        )
         self._tasks.spawn(stderr.drain(log, f"acp agent {process.pid}"))
+        self._starting = process
         try:
             init = await asyncio.wait_for(
                 conn.initialize(
@@ -171,9 +184,11 @@ class AcpRuntime(Runtime):
                 INITIALIZE_TIMEOUT,
             )
         except BaseException:
-            await stack.aclose()
+            await _end(conn, process)
             raise
-        agent = _Agent(generation, conn, process, stack, init)
+        finally:
+            self._starting = None
+        agent = _Agent(generation, conn, process, init)
         self._tasks.spawn(self._watch(agent))
         info = init.agent_info
         log.info(
@@ -184,17 +199,16 @@ class AcpRuntime(Runtime):
         return agent
 
     async def _watch(self, agent: _Agent) -> None:
-        code = await agent.process.wait()
+        await exited(agent.process)
         async with self._lock:
             if self._agent is not agent:
                 return
             self._agent = None
-            log.warning("ACP agent exited with code %s; it restarts on the next message", code)
-            await self._close(agent)
+            log.warning("ACP agent exited; it restarts on the next message")
+            await self._close(agent)  # what it left running goes too; its turns fail now
 
     async def _close(self, agent: _Agent) -> None:
-        with contextlib.suppress(Exception):
-            await agent.stack.aclose()
+        await _end(agent.conn, agent.process)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -212,6 +226,17 @@ class AcpRuntime(Runtime):
             )
         await conn.authenticate(method_id=self._auth_method)
         return await conn.new_session(cwd=str(self.cwd), mcp_servers=[])
+
+    @property
+    def loads_sessions(self) -> bool:
+        """The agent offers ``session/load``: a conversation goes on in its old session."""
+        caps = self._agent.init.agent_capabilities if self._agent else None
+        return bool(caps and caps.load_session)
+
+    async def load_session(
+        self, conn: ClientSideConnection, session_id: str
+    ) -> LoadSessionResponse:
+        return await conn.load_session(cwd=str(self.cwd), session_id=session_id, mcp_servers=[])
 
     def register(self, session: AcpSession) -> None:
         assert session.session_id is not None
@@ -241,6 +266,11 @@ class AcpRuntime(Runtime):
         if len(early) < EARLY_UPDATES:
             early.append(update)
 
+    async def readiness(self) -> str | None:
+        # A dead agent is started again by the next open: only a missing program blocks it.
+        agent = self._agent
+        return None if agent is not None and agent.alive else missing_program(self._command)
+
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
         session = AcpSession(self, key, updates)
         try:
@@ -253,3 +283,12 @@ class AcpRuntime(Runtime):
     def describe(self) -> str:
         info = self._agent.init.agent_info if self._agent else None
         return f"acp ({info.name} {info.version})" if info else f"acp ({self._command[0]})"
+
+
+async def _end(conn: ClientSideConnection, process: asyncio.subprocess.Process) -> None:
+    """End the agent's process group first: closing the connection waits for its writes, which
+    an agent that no longer reads its stdin would hold up for ever.
+    """
+    await end_group(process)
+    with contextlib.suppress(Exception):
+        await conn.close()

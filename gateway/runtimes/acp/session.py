@@ -14,8 +14,11 @@ from acp import RequestError
 from acp.schema import (
     AllowedOutcome,
     AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
     DeniedOutcome,
+    LoadSessionResponse,
+    NewSessionResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
@@ -31,7 +34,7 @@ from ...events import (
 )
 from ..base import RuntimeSession, Turn, UpdateListener
 from ..pump import EventQueue, pump
-from .mapping import command, modes, prompt_blocks, turn_events
+from .mapping import command, config_options, modes, prompt_blocks, turn_events, usage
 
 if TYPE_CHECKING:
     from acp.client.connection import ClientSideConnection
@@ -41,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("slashgate.acp")
 
 AGENT_STOPPED = "the agent process stopped; it is restarted for the next message"
-CANCEL_TIMEOUT = 5.0
 
 
 def error_text(exc: BaseException) -> str:
@@ -82,12 +84,39 @@ class AcpSession(RuntimeSession):
         conn, generation = await self.runtime.connection()
         if generation == self._generation and self.session_id is not None:
             return conn
-        response = await self.runtime.new_session(conn)
-        self.session_id, self._generation, self._conn = response.session_id, generation, conn
-        self.runtime.register(self)  # replays the updates that came before the reply, in order
+        response: LoadSessionResponse | NewSessionResponse | None
+        response = await self._load(conn, generation)
+        if response is None:
+            created = await self.runtime.new_session(conn)
+            self.session_id, self._generation, self._conn = created.session_id, generation, conn
+            self.runtime.register(self)  # replays the updates that came before the reply
+            await self.runtime.kept.set(self.key, self.session_id)
+            response = created
         if response.modes is not None:
             self._updates(modes(response.modes))
+        if (options := config_options(response.config_options)) is not None:
+            self._updates(options)
         return conn
+
+    async def _load(
+        self, conn: ClientSideConnection, generation: int
+    ) -> LoadSessionResponse | None:
+        """``session/load`` of the session this conversation had, where the agent offers it;
+        None when there is none to load (or the agent no longer knows it).
+        """
+        saved = await self.runtime.kept.get(self.key)
+        if saved is None or not self.runtime.loads_sessions:
+            return None
+        # Known before the call: the agent replays the session's history as updates meanwhile.
+        self.session_id, self._generation, self._conn = saved, generation, conn
+        self.runtime.register(self)
+        try:
+            return await self.runtime.load_session(conn, saved)
+        except RequestError as exc:
+            log.info("ACP session of %s not loaded (%s): a new one", self.key, error_text(exc))
+            self.runtime.unregister(self)
+            self.session_id = None
+            return None
 
     def on_update(self, update: Any) -> None:
         """One ``session/update``. Synchronous on purpose: the SDK runs each notification as its
@@ -103,6 +132,9 @@ class AcpSession(RuntimeSession):
             )
         elif isinstance(update, CurrentModeUpdate):
             self._updates(SessionUpdated(current_mode=update.current_mode_id))
+        elif isinstance(update, ConfigOptionUpdate):
+            if (options := config_options(update.config_options)) is not None:
+                self._updates(options)
         elif self._queue is not None:
             for event in turn_events(update):
                 self._queue.put_nowait(event)
@@ -140,6 +172,8 @@ class AcpSession(RuntimeSession):
     ) -> None:
         try:
             response = await conn.prompt(session_id=session_id, prompt=blocks)
+            if response.usage is not None:
+                queue.put_nowait(usage(response.usage))
             queue.put_nowait(MessageEnd(response.stop_reason))
         except Exception as exc:
             log.warning("prompt failed in %s: %s", self.key, error_text(exc))
@@ -148,15 +182,20 @@ class AcpSession(RuntimeSession):
     async def _stop(self, conn: ClientSideConnection, session_id: str) -> None:
         """The turn outlived its reader: answer its permission requests, then cancel it."""
         self._deny_pending()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_TIMEOUT)
+        await self._send_cancel(conn, session_id)
 
     async def cancel(self) -> None:
         self._deny_pending()  # the protocol wants pending permission requests answered cancelled
         if self._queue is None or self._conn is None or self.session_id is None:
             return
-        with contextlib.suppress(ConnectionError):
-            await self._conn.cancel(session_id=self.session_id)
+        await self._send_cancel(self._conn, self.session_id)
+
+    async def _send_cancel(self, conn: ClientSideConnection, session_id: str) -> None:
+        """``session/cancel`` is a notification, but its write waits for an agent that no
+        longer reads its stdin: bounded by the grace.
+        """
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.cancel(session_id=session_id), self.runtime.cancel_grace)
 
     # -- permissions ----------------------------------------------------------------------
 
@@ -213,3 +252,7 @@ class AcpSession(RuntimeSession):
     async def close(self) -> None:
         await self.cancel()
         self.runtime.unregister(self)
+
+    async def reset(self) -> None:
+        await self.close()
+        await self.runtime.kept.set(self.key, None)  # /new: never load this one again

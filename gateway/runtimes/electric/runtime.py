@@ -9,7 +9,8 @@ from contract import Command
 
 from ...config import Settings
 from ...events import SessionUpdated
-from ...state import MemoryStore, StateStore, open_store
+from ...metrics import StoreObserver
+from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
 from .ids import check_prefix
@@ -37,12 +38,13 @@ class ElectricRuntime(Runtime):
         self.client = ElectricClient(settings.electric_url, principal)
         self.store = store or open_store(settings)
         self._owns_store = store is None
+        self._volatile = isinstance(self.store, MemoryStore)  # also once timed (observe_store)
         self.static: tuple[Command, ...] | None = None  # the type's list, as last read
 
     async def start(self) -> None:
         await self.store.open()
         await self.client.start()
-        if isinstance(self.store, MemoryStore):
+        if self._volatile:
             log.warning(
                 'state store in memory (store = "memory"): after a restart, or once it forgot '
                 "a conversation, every stream is read again from its start"
@@ -65,6 +67,16 @@ class ElectricRuntime(Runtime):
                 updates(SessionUpdated(commands=self.static))
         return session
 
+    def observe_store(self, observe: StoreObserver) -> None:
+        self.store = TimedStore(self.store, observe)
+
+    async def readiness(self) -> str | None:
+        try:
+            await self.client.entity_type(self.settings.electric_entity_type)
+        except REQUEST_ERRORS as exc:
+            return f"{self.client.shown} does not answer: {type(exc).__name__}: {exc}"
+        return await store_problem(self.store)
+
     def generation_key(self, key: str) -> str:
         return f"electric:generation:{self.prefix}:{key}"
 
@@ -72,7 +84,12 @@ class ElectricRuntime(Runtime):
         try:
             entity_type = await self.client.entity_type(self.settings.electric_entity_type)
         except REQUEST_ERRORS as exc:
-            log.warning("no static commands from %s: %s", self.client.shown, exc)
+            log.warning(
+                "electric runtime unreachable at %s (%s): check electric_url and that the "
+                "Electric Agents server runs; inputs fail until it answers",
+                self.client.shown,
+                exc,
+            )
             return None
         self.static = tuple(c.command() for c in entity_type.slash_commands or ())
         return self.static

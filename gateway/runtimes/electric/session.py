@@ -16,7 +16,17 @@ import aiohttp
 
 from contract import Category
 
-from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
+from ...attachments import with_parts
+from ...events import (
+    ErrorEvent,
+    MessageDelta,
+    MessageEnd,
+    RuntimeEvent,
+    SessionUpdated,
+    ToolEnd,
+    ToolRunning,
+    ToolStart,
+)
 from ..base import RuntimeSession, Turn, UpdateListener
 from .client import REQUEST_ERRORS
 from .ids import entity_id, generation_id, principal_url, user_principal
@@ -70,6 +80,7 @@ class _Turn:
     text_id: str | None = None
     error: ErrorEvent | None = None
     done: bool = False
+    tools: set[str] = field(default_factory=set)  # keys of this run's tool calls
 
     def finish(self, event: RuntimeEvent) -> None:
         if not self.done:
@@ -91,6 +102,26 @@ class _Turn:
                 self._delta(value)
         elif kind == "error":
             self._error(value)
+        elif kind == "tool_call":
+            # Updates of a call may leave out its run: the call's key is enough once known.
+            if key in self.tools or (self.run_id and value.get("run_id") == self.run_id):
+                self._tool(str(key), value)
+        elif kind == "step" and self.run_id and value.get("run_id") == self.run_id:
+            if isinstance(value.get("model_id"), str):
+                self.events.put_nowait(SessionUpdated(current_model=value["model_id"]))
+
+    def _tool(self, key: str, value: dict[str, Any]) -> None:
+        """A ``tool_call`` row (inserted when the call starts, then updated by key)."""
+        status = value.get("status")
+        self.tools.add(key)
+        if status == "started":
+            self.events.put_nowait(ToolStart(key, str(value.get("tool_name") or "tool")))
+        elif status == "executing":
+            self.events.put_nowait(ToolRunning(key))
+        elif status in ("completed", "failed"):
+            result = value.get("error") if status == "failed" else value.get("result")
+            output = result if isinstance(result, str) else None
+            self.events.put_nowait(ToolEnd(key, status, output or None))
 
     def _run(self, key: Any, value: dict[str, Any], operation: Any) -> None:
         if self.run_id is None:
@@ -289,6 +320,7 @@ class ElectricSession(RuntimeSession):
         state = _Turn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
+        message["payload"] = with_parts(message["payload"], turn.attachments)
         try:
             failure = await self._request(self._send(message, user_principal(self.key, turn.user)))
             if failure is not None:

@@ -1,6 +1,7 @@
 """The embedded runtime, the default: no other service needed."""
 
-from .demo import DEMO_ENTITY
+from .bot import Bot, CommandHandler, Context, Reference
+from .demo import demo_bot
 from .entity import (
     EntityDefinition,
     HandlerContext,
@@ -15,7 +16,9 @@ from .entity import (
 from .runtime import EmbeddedRuntime, EmbeddedSession
 
 __all__ = [
-    "DEMO_ENTITY",
+    "Bot",
+    "CommandHandler",
+    "Context",
     "EmbeddedRuntime",
     "EmbeddedSession",
     "EntityDefinition",
@@ -23,8 +26,10 @@ __all__ = [
     "HandlerError",
     "InboxMessage",
     "InboxWake",
+    "Reference",
     "ScheduleWake",
     "SlashCommands",
     "SpawnWake",
     "Wake",
+    "demo_bot",
 ]

@@ -60,6 +60,10 @@ class SlashCommands:
     def list(self) -> tuple[Command, ...]:
         return self._registry.list()
 
+    def dynamic(self) -> tuple[Command, ...]:
+        """The commands registered at run time (what a restart must bring back)."""
+        return tuple(c for c in self._registry.list() if c.source == "dynamic")
+
     def register(self, command: Command) -> None:
         self._on_change(self._registry.register(command))
 
@@ -78,6 +82,8 @@ class HandlerContext:
     state: dict[str, Any]
     reply: Callable[[str], Awaitable[None]]
     """Stream a chunk of the reply."""
+    conversation: str = ""
+    """The gateway's conversation key (``<channel>:<id>``); ``entity_id`` is derived from it."""
 
 
 Handler = Callable[[HandlerContext], Awaitable[None]]

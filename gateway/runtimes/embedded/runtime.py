@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import json
+import logging
+import types
+from collections.abc import AsyncIterator, Coroutine, Generator
+from typing import Any
 
 from contract import Command, CommandRegistry, categorize, composer_input_problems
 
+from ...attachments import with_parts
 from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
+from ...state import StateStore, StoreUnavailable
 from ..base import Runtime, RuntimeSession, Turn, UpdateListener
 from .entity import (
     EntityDefinition,
@@ -22,62 +28,197 @@ from .entity import (
 )
 
 _DONE = object()
+log = logging.getLogger("slashgate.embedded")
+
+
+class _Events:
+    """The turn's events, from the handler's task to the stream: a list and one waiter
+    (an ``asyncio.Queue`` makes three deques and an Event per turn).
+    """
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[object] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: object) -> None:
+        self._items.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def drain(self) -> list[object]:
+        items, self._items = self._items, []
+        return items
+
+    async def get(self) -> object:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
+
+
+@types.coroutine
+def _resume(coroutine: Coroutine[Any, Any, None], pending: Any) -> Generator[Any, None, None]:
+    """Go on with a coroutine that suspended outside a task, awaiting ``pending`` (what it
+    yielded): as its task would, wait for that, then send it on, or throw in what was thrown
+    here (a cancel), until it returns.
+    """
+    while True:
+        error: BaseException | None = None
+        try:
+            yield pending
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:  # a cancel: the coroutine gets it where it waits
+            error = exc
+        try:
+            pending = coroutine.send(None) if error is None else coroutine.throw(error)
+        except StopIteration:
+            return
+
+
+def _encodable(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 class EmbeddedSession(RuntimeSession):
+    """One conversation's entity. With a store, what it keeps outlives the process: its
+    dynamic commands and the JSON-encodable part of its state, saved after each turn that
+    changed them and read back when the conversation opens again (after a restart, or once
+    evicted).
+    """
+
     def __init__(
-        self, definition: EntityDefinition, entity_id: str, updates: UpdateListener
+        self,
+        definition: EntityDefinition,
+        key: str,
+        updates: UpdateListener,
+        store: StateStore | None = None,
+        static: tuple[Command, ...] | None = None,
     ) -> None:
         self.definition = definition
-        self.entity_id = entity_id
+        self.key = key
+        self.entity_id = key.replace("/", "_")
         self.state: dict[str, object] = {}
         self._updates = updates
-        self.commands = SlashCommands(CommandRegistry(definition.slash_commands), self._publish)
+        registry = CommandRegistry(definition.slash_commands if static is None else static)
+        self.commands = SlashCommands(registry, self._publish)
         self._task: asyncio.Task[None] | None = None
+        self._store = store
+        self._saved: str | None = None  # what the store holds, encoded
+
+    @property
+    def _state_key(self) -> str:
+        return f"embedded:{self.definition.type}:{self.key}"
+
+    def _kept(self) -> tuple[dict[str, Any], str]:
+        """What the store keeps of this conversation, and its encoding (compared with what
+        was saved, so that a turn that changed nothing writes nothing).
+        """
+        dynamic = [c.model_dump(exclude_none=True) for c in self.commands.dynamic()]
+        try:
+            kept = {"state": self.state, "commands": dynamic}
+            return kept, json.dumps(kept, sort_keys=True)
+        except (TypeError, ValueError):  # what cannot be encoded is not kept
+            state = {k: v for k, v in self.state.items() if _encodable(v)}
+            kept = {"state": state, "commands": dynamic}
+            return kept, json.dumps(kept, sort_keys=True)
+
+    async def _restore(self) -> None:
+        if self._store is None:
+            return
+        saved = await self._store.get(self._state_key)
+        if not isinstance(saved, dict):
+            return
+        self.state.update(saved.get("state") or {})
+        for command in saved.get("commands") or ():
+            self.commands.register(Command.model_validate(command))
+        self._saved = self._kept()[1]
+
+    async def _save(self) -> None:
+        if self._store is None:
+            return
+        if self._saved is None and not self.state and not self.commands.dynamic():
+            return  # nothing to keep, nothing kept
+        kept, encoded = self._kept()
+        if encoded != self._saved:
+            try:
+                await self._store.set(self._state_key, kept)
+            except StoreUnavailable as exc:
+                log.warning("state of %s not saved: %s", self.key, exc)
+                return
+            self._saved = encoded
 
     def _publish(self, commands: tuple[Command, ...]) -> None:
         self._updates(SessionUpdated(commands=commands, capabilities={"supports_commands": True}))
 
     async def spawn(self) -> None:
+        await self._restore()
         self._publish(self.commands.list())
         await self._wake(SpawnWake(), None)
 
-    async def _wake(self, wake: Wake, queue: asyncio.Queue[object] | None) -> None:
+    async def _wake(self, wake: Wake, events: _Events | None) -> None:
         async def reply(text: str) -> None:
-            if queue is not None and text:
-                queue.put_nowait(MessageDelta(text))
+            if events is not None and text:
+                events.put(MessageDelta(text))
 
-        ctx = HandlerContext(self.entity_id, wake, self.commands, self.state, reply)
+        ctx = HandlerContext(self.entity_id, wake, self.commands, self.state, reply, self.key)
         await self.definition.handler(ctx)
 
     async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        data = turn.message.payload.model_dump(mode="json", exclude_none=True)
+        data = with_parts(
+            turn.message.payload.model_dump(mode="json", exclude_none=True), turn.attachments
+        )
         problems = composer_input_problems(data)
         if problems:
             yield ErrorEvent("generic", "invalid composer_input: " + "; ".join(problems))
             return
-        wake = InboxWake(message=InboxMessage(message_type=turn.message.type, payload=data))
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        task = self._task = asyncio.create_task(self._handle(wake, queue))
+        message = InboxMessage(message_type=turn.message.type, payload=data, sender=turn.user)
+        events = _Events()
+        handling = self._handle(InboxWake(message=message), events)
+        # Its first step runs here: most handlers answer without waiting for anything, and
+        # then the turn costs no task and no pass of the event loop.
         try:
-            while (item := await queue.get()) is not _DONE:
+            pending = handling.send(None)
+        except StopIteration:
+            for item in events.drain():
+                if item is not _DONE:
+                    yield item  # type: ignore[misc]
+            return
+        task = self._task = asyncio.ensure_future(_resume(handling, pending))
+        try:
+            while (item := await events.get()) is not _DONE:
                 yield item  # type: ignore[misc]
         finally:
             if not task.done():  # the turn was left early: the clean-up finishes here
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            self._task = None  # an idle session keeps no finished task
 
-    async def _handle(self, wake: InboxWake, queue: asyncio.Queue[object]) -> None:
+    async def _handle(self, wake: InboxWake, events: _Events) -> None:
+        end: RuntimeEvent
         try:
-            await self._wake(wake, queue)
-            queue.put_nowait(MessageEnd())
+            await self._wake(wake, events)
+            end = MessageEnd()
         except asyncio.CancelledError:
-            queue.put_nowait(MessageEnd("cancelled"))
+            end = MessageEnd("cancelled")
         except HandlerError as exc:
-            queue.put_nowait(ErrorEvent(exc.category, str(exc)))
+            end = ErrorEvent(exc.category, str(exc))
         except Exception as exc:  # the entity's bug is the user's generic failure, not a crash
-            queue.put_nowait(ErrorEvent(categorize(str(exc)), str(exc) or type(exc).__name__))
-        queue.put_nowait(_DONE)
+            end = ErrorEvent(categorize(str(exc)), str(exc) or type(exc).__name__)
+        # Saved before the turn ends: the reader stops at the end and cancels what is left.
+        await self._save()
+        events.put(end)
+        events.put(_DONE)
 
     async def cancel(self) -> None:
         if self._task is not None and not self._task.done():
@@ -88,6 +229,12 @@ class EmbeddedSession(RuntimeSession):
     async def close(self) -> None:
         await self.cancel()
 
+    async def reset(self) -> None:
+        await self.close()
+        if self._store is not None:
+            with contextlib.suppress(StoreUnavailable):
+                await self._store.delete(self._state_key)
+
 
 class EmbeddedRuntime(Runtime):
     name = "embedded"
@@ -95,14 +242,29 @@ class EmbeddedRuntime(Runtime):
 
     def __init__(self, definition: EntityDefinition) -> None:
         self.definition = definition
+        self.store: StateStore | None = None
+        self._static: tuple[EntityDefinition, tuple[Command, ...]] | None = None
+
+    def use_store(self, store: StateStore) -> None:
+        self.store = store
+
+    def _static_commands(self) -> tuple[Command, ...]:
+        """Marked static once per definition and shared by every session (each copied them
+        before); a ``Bot`` that adds a command has a new definition.
+        """
+        if self._static is None or self._static[0] is not self.definition:
+            self._static = (self.definition, CommandRegistry(self.definition.slash_commands).list())
+        return self._static[1]
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        session = EmbeddedSession(self.definition, key.replace("/", "_"), updates)
+        session = EmbeddedSession(
+            self.definition, key, updates, self.store, self._static_commands()
+        )
         await session.spawn()
         return session
 
     async def static_commands(self) -> tuple[Command, ...]:
-        return CommandRegistry(self.definition.slash_commands).list()
+        return self._static_commands()
 
     def describe(self) -> str:
         return f"embedded ({self.definition.type})"

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from ...tasks import BackgroundTasks
-from ..stdio import StderrPipe, revealed
+from ..stdio import StderrPipe, end_group, revealed, spawn
 
 log = logging.getLogger("slashgate.pi")
 
@@ -62,7 +62,7 @@ class PiProcess:
     async def start(self) -> None:
         stderr = StderrPipe()
         try:
-            self._process = await asyncio.create_subprocess_exec(
+            self._process = await spawn(
                 *self._command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -136,25 +136,14 @@ class PiProcess:
             self.last_used = time.monotonic()
 
     async def close(self) -> None:
-        """EOF on stdin (pi shuts down on it), then terminate, then kill."""
+        """EOF on stdin, then end pi's process group (its tools' processes included)."""
         process = self._process
         if process is None:
             return
-        if process.returncode is None:
-            if process.stdin is not None:
-                with contextlib.suppress(Exception):
-                    process.stdin.close()
-            try:
-                await asyncio.wait_for(process.wait(), SHUTDOWN_GRACE)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), SHUTDOWN_GRACE)
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        process.kill()
-                    await process.wait()
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                process.stdin.close()
+        await end_group(process)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.stopped.wait(), SHUTDOWN_GRACE)
         await self._tasks.aclose()

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from ...state import StateStore
 from ..base import Runtime, RuntimeSession, UpdateListener
-from ..stdio import program
+from ..kept import KeptSessions
+from ..stdio import missing_program, program
 from .process import PiProcess
 from .session import PiSession, PiUnavailable
 
@@ -30,6 +32,7 @@ class PiRuntime(Runtime):
         env: Mapping[str, SecretStr] | None = None,
         pool_size: int = 8,
         idle_ttl: float = 600.0,
+        cancel_grace: float = 5.0,
     ) -> None:
         if not command:
             raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
@@ -38,10 +41,15 @@ class PiRuntime(Runtime):
         self._env = dict(env or {})
         self.pool_size = pool_size
         self.idle_ttl = idle_ttl
+        self.cancel_grace = cancel_grace  # how long pi has to answer an abort
         self._live: OrderedDict[str, PiSession] = OrderedDict()  # holders of a process, LRU first
         self._starting = 0
         self._lock = asyncio.Lock()
         self._reaper: asyncio.Task[None] | None = None
+        self.kept = KeptSessions("pi")  # conversation -> its pi session file
+
+    def use_store(self, store: StateStore) -> None:
+        self.kept.store = store
 
     @property
     def processes(self) -> int:
@@ -65,8 +73,12 @@ class PiRuntime(Runtime):
             processes = [self._detach(s) for s in list(self._live.values())]
         await _close(*processes)
 
+    async def readiness(self) -> str | None:
+        return missing_program(self._command)
+
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
         session = PiSession(self, key, updates)
+        session.session_file = await self.kept.get(key)  # resumed by its first process
         try:
             await self.acquire(session)  # early, so that its commands are known before input
         except Exception as exc:

@@ -15,19 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 from contract import Command
 
+from ...attachments import descriptors
 from ...events import (
     ErrorEvent,
     MessageDelta,
     MessageEnd,
     PermissionOption,
     PermissionRequired,
+    ReasoningDelta,
     RuntimeEvent,
     SessionUpdated,
     StatusChanged,
     ToolEnd,
     ToolRunning,
     ToolStart,
+    UsageReported,
 )
+from ...inbound import Attachment
 from ..base import RuntimeSession, Turn, UpdateListener
 from ..pump import EventQueue, pump
 from .process import Event, PiProcess, PiStopped
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("slashgate.pi")
 
-REQUEST_TIMEOUT = 30.0  # for quick commands (get_state, get_commands, abort)
+REQUEST_TIMEOUT = 30.0  # for quick commands (get_state, get_commands)
 PI_STOPPED = "pi stopped; it is started again for the next message"
 _STOP_REASONS = {"aborted": "cancelled", "length": "max_tokens"}
 
@@ -66,16 +70,23 @@ class _Turn:
             self.text = True
 
 
-def pi_message(turn: Turn) -> str:
+def pi_message(turn: Turn, vision: bool) -> str:
     """The prompt text. A command goes by its canonical name: pi matches names case-sensitively
-    and sends anything it does not know to the model.
+    and sends anything it does not know to the model. Files that do not go as images follow
+    as descriptors (pi's prompt takes images only).
     """
     if turn.command is not None:
-        return f"/{turn.command} {turn.args}".rstrip()
-    return turn.message.payload.source
+        text = f"/{turn.command} {turn.args}".rstrip()
+    else:
+        text = turn.message.payload.source
+    others = [a for a in turn.attachments if not (vision and _image(a))]
+    return "\n\n".join(t for t in (text, descriptors(others)) if t)
 
 
-def pi_images(turn: Turn) -> list[dict[str, str]]:
+def pi_images(turn: Turn, vision: bool) -> list[dict[str, str]]:
+    """The turn's images in pi's ``ImageContent`` shape; none for a model without vision."""
+    if not vision:
+        return []
     return [
         {
             "type": "image",
@@ -83,8 +94,12 @@ def pi_images(turn: Turn) -> list[dict[str, str]]:
             "mimeType": a.media_type,
         }
         for a in turn.attachments
-        if a.data is not None and a.media_type.startswith("image/")
+        if a.data is not None and _image(a)
     ]
+
+
+def _image(item: Attachment) -> bool:
+    return item.data is not None and item.media_type.startswith("image/")
 
 
 def pi_commands(data: Any) -> tuple[Command, ...]:
@@ -105,6 +120,37 @@ def _text(content: Any) -> str:
             p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
         )
     return ""
+
+
+def pi_usage(message: dict[str, Any] | None) -> UsageReported | None:
+    """An assistant message's ``usage`` (tokens, ``cost.total``); None when it has none. pi
+    writes zeros for what the provider did not report: zero is "not reported" here.
+    """
+    data = (message or {}).get("usage")
+    if not isinstance(data, dict):
+        return None
+
+    def number(value: Any) -> int | None:
+        return int(value) if isinstance(value, int | float) and value > 0 else None
+
+    cost = data.get("cost")
+    total_cost = cost.get("total") if isinstance(cost, dict) else None
+    usage = UsageReported(
+        input_tokens=number(data.get("input")),
+        output_tokens=number(data.get("output")),
+        total_tokens=number(data.get("totalTokens")),
+        cost=float(total_cost) if isinstance(total_cost, int | float) and total_cost > 0 else None,
+    )
+    return None if usage == UsageReported() else usage
+
+
+def pi_model(state: dict[str, Any]) -> str | None:
+    """``get_state``'s model as ``provider/id``."""
+    model = state.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("id"), str):
+        return None
+    provider = model.get("provider")
+    return f"{provider}/{model['id']}" if isinstance(provider, str) else model["id"]
 
 
 def _last_assistant(messages: Any) -> dict[str, Any] | None:
@@ -168,7 +214,7 @@ class PiSession(RuntimeSession):
             events = pump(
                 state.queue,
                 partial(self._drive, process, turn, state),
-                partial(self._abort, process),
+                partial(self._stop, process, state),
             )
             async with contextlib.aclosing(events):
                 async for event in events:
@@ -182,8 +228,9 @@ class PiSession(RuntimeSession):
     async def _drive(self, process: PiProcess, turn: Turn, state: _Turn) -> None:
         """Send the prompt, then follow pi until it is idle; the last event says how it ended."""
         try:
-            command: Event = {"type": "prompt", "message": pi_message(turn)}
-            if images := pi_images(turn):
+            vision = any(map(_image, turn.attachments)) and await self._vision(process)
+            command: Event = {"type": "prompt", "message": pi_message(turn, vision)}
+            if images := pi_images(turn, vision):
                 command["images"] = images
             response = await process.request(command)
             if not response.get("success"):
@@ -200,6 +247,17 @@ class PiSession(RuntimeSession):
             log.exception("pi turn failed in %s", self.key)
             state.queue.put_nowait(ErrorEvent.from_text(str(exc) or type(exc).__name__))
 
+    async def _vision(self, process: PiProcess) -> bool:
+        """Whether pi's current model reads images (its ``input`` lists ``image``): for any
+        other, pi would replace each image by a bare placeholder; the gateway sends the
+        descriptor instead, which names the file.
+        """
+        reply = await process.request({"type": "get_state"}, REQUEST_TIMEOUT)
+        data = reply.get("data")
+        model = data.get("model") if isinstance(data, dict) else None
+        inputs = model.get("input") if isinstance(model, dict) else None
+        return isinstance(inputs, list) and "image" in inputs
+
     async def _settle(self, process: PiProcess, state: _Turn) -> None:
         """Wait until pi is idle: no run, retry or compaction pending. ``get_state`` doubles as
         a barrier: what pi wrote before answering it (an auto_retry_start right after an
@@ -210,8 +268,14 @@ class PiSession(RuntimeSession):
             reply = await process.request({"type": "get_state"}, REQUEST_TIMEOUT)
             data = reply.get("data") if isinstance(reply.get("data"), dict) else {}
             assert isinstance(data, dict)
-            if isinstance(data.get("sessionFile"), str):
+            if (
+                isinstance(data.get("sessionFile"), str)
+                and data["sessionFile"] != self.session_file
+            ):
                 self.session_file = data["sessionFile"]
+                await self.runtime.kept.set(self.key, self.session_file)
+            if (model := pi_model(data)) is not None:
+                self._updates(SessionUpdated(current_model=model))
             busy = data.get("isStreaming") or data.get("isCompacting")
             if state.stopped:
                 raise PiStopped("pi stopped")
@@ -246,10 +310,14 @@ class PiSession(RuntimeSession):
         elif kind == "agent_end":
             state.running = False
             state.last = _last_assistant(event.get("messages"))
+            if (spent := pi_usage(state.last)) is not None:
+                state.queue.put_nowait(spent)
         elif kind == "message_update":
             delta = event.get("assistantMessageEvent") or {}
             if delta.get("type") == "text_delta":
                 state.show(str(delta.get("delta", "")))
+            elif delta.get("type") == "thinking_delta" and delta.get("delta"):
+                state.queue.put_nowait(ReasoningDelta(str(delta["delta"])))
             return
         elif kind == "message_end":
             message = event.get("message") or {}
@@ -272,8 +340,8 @@ class PiSession(RuntimeSession):
             return
         elif kind == "auto_retry_start":
             state.retrying = True
-            detail = f"retrying ({event.get('attempt')}/{event.get('maxAttempts')})"
-            state.queue.put_nowait(StatusChanged("generating", detail))
+            detail = f"attempt {event.get('attempt')} of {event.get('maxAttempts')}"
+            state.queue.put_nowait(StatusChanged("retrying", detail))
         elif kind == "auto_retry_end":
             state.retrying = False
             if not event.get("success"):
@@ -351,14 +419,28 @@ class PiSession(RuntimeSession):
         self._cancel_dialogs()
         await self._abort(self.process)
 
+    async def _stop(self, process: PiProcess, state: _Turn) -> None:
+        """The turn outlived its reader (its deadline, or a cancel past the grace): abort it,
+        unless ``cancel`` already asked (once is enough, and shutdown is waiting).
+        """
+        if not state.cancelled:
+            await self._abort(process)
+
     async def _abort(self, process: PiProcess) -> None:
-        """``abort``: pi answers once it is idle again."""
+        """``abort``: pi answers once it is idle again, or not within the grace."""
         if process.alive:
             with contextlib.suppress(PiStopped, TimeoutError):
-                await process.request({"type": "abort"}, REQUEST_TIMEOUT)
+                await process.request({"type": "abort"}, self.runtime.cancel_grace)
 
     async def close(self) -> None:
-        """``/new`` or shutdown: the process goes, and with it this conversation's pi session."""
+        """Eviction or shutdown: the process goes; the store keeps the pi session file, so
+        that a later process (after a restart too) resumes the conversation.
+        """
         await self.cancel()
         self.session_file = None
         await self.runtime.release(self)
+
+    async def reset(self) -> None:
+        """``/new``: the process goes, and the conversation's pi session is forgotten."""
+        await self.close()
+        await self.runtime.kept.set(self.key, None)

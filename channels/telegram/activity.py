@@ -1,0 +1,97 @@
+"""What the agent does while it answers, as one compact message edited in place: a status
+line, the last tool calls, the plan as a checklist and the reasoning in an expandable
+(collapsed) quote. It is sent with the first event and edited (paced per chat) as the turn
+goes on; at the end it keeps what the turn did, or goes when nothing is left to show.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import TYPE_CHECKING
+
+from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
+
+from channels.activity import Activity, LiveActivity, plan_lines, status_line
+
+from .delivery import Target, edit_chunk, persistently, send_chunk
+from .render import Chunk, escape
+
+if TYPE_CHECKING:
+    from .channel import TelegramChannel
+
+log = logging.getLogger("slashgate.telegram")
+
+REASONING_SHOWN = 1000  # characters of the latest reasoning in the quote
+
+
+def activity_chunk(activity: Activity) -> Chunk | None:
+    """The message for ``activity`` (HTML and plain); None when there is nothing to show."""
+    html: list[str] = []
+    plain: list[str] = []
+
+    def add(markup: str, text: str) -> None:
+        html.append(markup)
+        plain.append(text)
+
+    if activity.status is not None:
+        line = status_line(activity.status)
+        add(f"<i>{escape(line)}</i>", line)
+    if activity.hidden_tools:
+        line = f"… {activity.hidden_tools} earlier tool calls"
+        add(escape(line), line)
+    for tool in activity.shown_tools():
+        add(escape(tool.line), tool.line)
+    plan = activity.plan
+    if plan is not None:
+        add("📋 <b>Plan</b>", "📋 Plan")
+        lines = plan_lines(plan)
+        for line in lines:
+            add(escape(line), line)
+    if activity.reasoning:
+        thought = activity.reasoning[-REASONING_SHOWN:].strip()
+        if len(activity.reasoning) > REASONING_SHOWN:
+            thought = "…" + thought
+        add(f"<blockquote expandable>💭 {escape(thought)}</blockquote>", f"💭 {thought}")
+    if not html:
+        return None
+    return Chunk("\n".join(html), "\n".join(plain))
+
+
+class ActivityMessage(LiveActivity):
+    def __init__(self, channel: TelegramChannel, target: Target, show_reasoning: bool) -> None:
+        super().__init__(show_reasoning)
+        self.channel = channel
+        self.target = target
+        self.message_id: int | None = None
+        self._shown: Chunk | None = None
+        self._gone = False  # the chat refuses the bot (blocked, removed): stop trying
+
+    async def _pace(self) -> None:
+        await self.channel.throttle.wait(str(self.target.chat_id))
+
+    async def _show(self, final: bool = False) -> None:
+        chunk = activity_chunk(self.activity)
+        if self._gone or chunk == self._shown:
+            return
+        if self.message_id is None and not self.activity.worth_a_message:
+            return
+        bot = self.channel.bot
+        try:
+            if chunk is None:
+                if self.message_id is not None:
+                    await bot.delete_message(
+                        chat_id=self.target.chat_id, message_id=self.message_id
+                    )
+                    self.message_id = None
+            elif self.message_id is None:
+                message = await send_chunk(bot, self.target, chunk, quote=True)
+                self.message_id = message.message_id
+            else:
+                edit = partial(edit_chunk, bot, self.target, self.message_id, chunk)
+                await (persistently(edit) if final else edit())
+            self._shown = chunk
+        except TelegramForbiddenError:
+            self._gone = True  # the final reply says so, once
+        except TelegramAPIError as exc:  # best effort: the reply itself still goes
+            log.warning("activity not shown: %s", exc.message)

@@ -1,0 +1,73 @@
+"""``slashgate check``: the configuration is valid (it was loaded to get here), then the
+runtime, the state store and each configured platform are reached once. One line per part;
+exit status 1 when any part failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from .config import Settings
+from .core import Gateway
+from .logs import Secrets, secrets_of
+from .runtimes import Runtime
+from .state import StateStore
+
+TIMEOUT = 30.0  # seconds one part may take
+
+
+async def check(settings: Settings, runtime: Runtime) -> int:
+    from channels import build_channels
+
+    gateway = Gateway(settings, runtime)
+    channels = build_channels(gateway, settings)
+    secrets = Secrets(secrets_of(settings))
+    names = ", ".join(c.name for c in channels)
+    print(f"config: ok (runtime {settings.runtime}; channels {names})", flush=True)
+    parts: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+        (f"runtime {runtime.name}", lambda: _runtime(runtime)),
+        (f"store {settings.store}", lambda: _store(gateway.store)),
+        *((channel.name, channel.check) for channel in channels),
+    ]
+    failed = False
+    for name, reach in parts:
+        try:
+            detail = await asyncio.wait_for(reach(), TIMEOUT)
+        except Exception as exc:
+            failed = True
+            problem = str(exc) if isinstance(exc, NotReady) else _described(exc)
+            print(f"{name}: FAILED: {secrets.mask(problem)}", flush=True)
+        else:
+            print(f"{name}: ok ({secrets.mask(detail)})", flush=True)
+    return 1 if failed else 0
+
+
+class NotReady(Exception):
+    """The part answered, and said it cannot work (the message says why)."""
+
+
+def _described(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _runtime(runtime: Runtime) -> str:
+    """Started (an agent spawned, a server reached), asked whether it can open sessions."""
+    await runtime.start()
+    try:
+        problem = await runtime.readiness()
+    finally:
+        await runtime.stop()
+    if problem is not None:
+        raise NotReady(problem)
+    return runtime.describe()
+
+
+async def _store(store: StateStore) -> str:
+    """Opened, asked to answer, closed: nothing written."""
+    await store.open()
+    try:
+        await store.ping()
+    finally:
+        await store.close()
+    return f"{store.kind} store answers"

@@ -1,0 +1,200 @@
+"""Logging: text or JSON lines, with what the line is about (channel, conversation, turn,
+platform message id) taken from context variables the core sets, and every configured secret
+masked in whatever is written, tracebacks included.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+from aiohttp.http_exceptions import HttpProcessingError
+from pydantic import SecretStr
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+LogFormat = Literal["text", "json"]
+FIELDS = ("channel", "conversation", "turn_id", "message_id")
+MASK = "[secret]"
+MIN_SECRET = 4  # shorter values would mask ordinary words; no real token is that short
+_context: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "slashgate_log_context", default=None
+)
+Token = contextvars.Token[dict[str, str] | None]
+
+
+def bind(**fields: str | None) -> Token:
+    """Add fields (``FIELDS``) to the current context's log lines until ``reset(token)``."""
+    current = _context.get() or {}
+    return _context.set({**current, **{k: v for k, v in fields.items() if v is not None}})
+
+
+def reset(token: Token) -> None:
+    _context.reset(token)
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def context() -> dict[str, str]:
+    return dict(_context.get() or {})
+
+
+class Secrets:
+    """Masks every configured secret (and its URL-quoted form) in a text."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        found = {s for s in secrets if len(s) >= MIN_SECRET}
+        found |= {quote(s, safe="") for s in found}
+        self._secrets = sorted(found, key=len, reverse=True)  # a secret inside another: longest
+
+    def mask(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+
+class _Masking(logging.Formatter):
+    """Formats, then masks the secrets in the whole line (message, context, traceback)."""
+
+    def __init__(self, secrets: Secrets) -> None:
+        super().__init__()
+        self.mask = secrets.mask
+
+
+class TextFormatter(_Masking):
+    def format(self, record: logging.LogRecord) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created))
+        line = f"{when},{int(record.msecs):03d} {record.levelname} {record.name}: "
+        line += record.getMessage()
+        fields = getattr(record, "slashgate", None)
+        if fields:
+            line += " [" + " ".join(f"{k}={v}" for k, v in fields.items()) + "]"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return self.mask(line)
+
+
+class JsonFormatter(_Masking):
+    """One JSON object per line: time, level, logger, message, the context fields known, and
+    the traceback as ``exc`` when there is one.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update(getattr(record, "slashgate", None) or {})
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return self.mask(json.dumps(entry, ensure_ascii=False))
+
+
+class _BadHttp(logging.Filter):
+    """aiohttp logs a request it cannot parse (a broken header, a bad chunk) as an error with
+    a traceback: the client's fault is one warning line here, rate-limited.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sampler = Sampler()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not isinstance(exc, HttpProcessingError) or not 400 <= (exc.code or 0) < 500:
+            return True
+        if not self.sampler.allow():
+            return False
+        record.msg, record.args = (
+            "malformed HTTP request: %d %s%s",
+            (
+                exc.code,
+                exc.message,
+                self.sampler.held_back(),
+            ),
+        )
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info = record.exc_text = None
+        return True
+
+
+class _Context(logging.Filter):
+    """Copies the context fields onto the record (the formatter runs in the same task)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fields = _context.get()
+        if fields:
+            record.slashgate = fields
+        return True
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Every secret value in the settings: tokens, signing secrets, agents' API keys."""
+    found: list[str] = []
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        values = value.values() if isinstance(value, dict) else (value,)
+        found += [v.get_secret_value() for v in values if isinstance(v, SecretStr)]
+    return found
+
+
+def configure(settings: Settings, stream: Any = None) -> None:
+    """Root logging for the process: one handler on ``stream`` (stderr), the chosen format."""
+    formatter_type = JsonFormatter if settings.log_format == "json" else TextFormatter
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(formatter_type(Secrets(secrets_of(settings))))
+    handler.addFilter(_Context())
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _BadHttp) for f in server_log.filters):
+        server_log.addFilter(_BadHttp())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(settings.log_level.upper())
+
+
+class Sampler:
+    """At most ``burst`` lines at once and ``rate`` a second on average (a token bucket):
+    bounded output and memory, however many bad requests arrive. ``allow()`` says whether to
+    write this line; ``held_back()`` says how many were not, since the last line written.
+    """
+
+    def __init__(
+        self, rate: float = 1.0, burst: int = 10, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._dropped = 0
+
+    def allow(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        self._dropped += 1
+        return False
+
+    def held_back(self) -> str:
+        """`` (N more not logged)``, to end the next line written with; or ""."""
+        count, self._dropped = self._dropped, 0
+        return f" ({count} more not logged)" if count else ""

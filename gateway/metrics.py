@@ -1,0 +1,221 @@
+"""Prometheus instruments of one gateway, in a registry of its own (several gateways in one
+process, as in the tests, never share counters). The core and the channels call the small
+methods here; ``GET /metrics`` renders the registry.
+
+Labels have few values each: channel, runtime and platform names, contract kinds and
+categories, API method names, outcomes. Never a conversation, a user or a URL.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from .inbound import Outcome
+
+# Seconds: a turn is anything from an echo to minutes of agent work.
+TURN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+FIRST_DELTA_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+_METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,63}")
+
+StoreObserver = Callable[[str, float], None]
+"""Called with (operation, seconds) after each operation of a store."""
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self.inputs = Counter(
+            "slashgate_inputs",
+            "Inputs handled, by channel and contract classification.",
+            ["channel", "classification"],
+            registry=registry,
+        )
+        self.replies = Counter(
+            "slashgate_replies",
+            'Final replies, by channel and category ("ok" for a success).',
+            ["channel", "category"],
+            registry=registry,
+        )
+        self.turn_seconds = Histogram(
+            "slashgate_turn_seconds",
+            "Runtime turns, from start to the final reply.",
+            ["channel", "runtime"],
+            buckets=TURN_BUCKETS,
+            registry=registry,
+        )
+        self.first_delta_seconds = Histogram(
+            "slashgate_turn_first_delta_seconds",
+            "Time from a turn's start to the first text the runtime streams.",
+            ["channel", "runtime"],
+            buckets=FIRST_DELTA_BUCKETS,
+            registry=registry,
+        )
+        self.queued = Gauge(
+            "slashgate_queued_inputs",
+            "Inputs waiting for their conversation's running turn.",
+            registry=registry,
+        )
+        self.running = Gauge("slashgate_running_turns", "Turns running now.", registry=registry)
+        self.runtime_starts = Counter(
+            "slashgate_runtime_session_starts",
+            "Runtime sessions opened (an agent process, an entity, ...).",
+            ["runtime"],
+            registry=registry,
+        )
+        self.runtime_restarts = Counter(
+            "slashgate_runtime_session_restarts",
+            "Sessions opened again for a conversation that had one (after /new or a failure).",
+            ["runtime"],
+            registry=registry,
+        )
+        self.runtime_crashes = Counter(
+            "slashgate_runtime_crashes",
+            "Runtime failures: a session that could not open, a turn whose stream broke.",
+            ["runtime", "stage"],
+            registry=registry,
+        )
+        self.platform_requests = Counter(
+            "slashgate_platform_requests",
+            "Platform API calls (each attempt), by platform, method and outcome "
+            "(ok, rate_limited, client_error, server_error, network_error).",
+            ["platform", "method", "outcome"],
+            registry=registry,
+        )
+        self.platform_retries = Counter(
+            "slashgate_platform_retries",
+            "Platform API calls sent again, by platform, method and reason.",
+            ["platform", "method", "reason"],
+            registry=registry,
+        )
+        self.dedupe_hits = Counter(
+            "slashgate_dedupe_hits",
+            "Inputs delivered again and not run twice (platform retries, Idempotency-Key).",
+            ["channel"],
+            registry=registry,
+        )
+        self.store_seconds = Histogram(
+            "slashgate_store_seconds",
+            "Durable state operations, by store and operation.",
+            ["store", "operation"],
+            buckets=STORE_BUCKETS,
+            registry=registry,
+        )
+        self.malformed_requests = Counter(
+            "slashgate_malformed_requests",
+            "HTTP requests answered with a 4xx, by status.",
+            ["status"],
+            registry=registry,
+        )
+
+    # -- exposition -----------------------------------------------------------------------
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def watch(self, queued: Callable[[], float], running: Callable[[], float]) -> None:
+        """Read the gauges from the core when scraped (nothing to keep in step per input)."""
+        self.queued.set_function(queued)
+        self.running.set_function(running)
+
+    # -- the core -------------------------------------------------------------------------
+
+    def _labelled(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, looked up once: prometheus-client's own lookup costs
+        more than the increment, and every label here has a handful of values.
+        """
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
+    def handled(self, channel: str, outcome: Outcome) -> None:
+        self._labelled(self.inputs, channel, outcome.classification.kind).inc()
+        if outcome.reply is not None:
+            self._labelled(self.replies, channel, outcome.reply.category or "ok").inc()
+
+    def turn_ended(self, key: str, runtime: str, seconds: float) -> None:
+        self._labelled(self.turn_seconds, _channel(key), runtime).observe(seconds)
+
+    def first_delta(self, key: str, runtime: str, seconds: float) -> None:
+        self._labelled(self.first_delta_seconds, _channel(key), runtime).observe(seconds)
+
+    def session_opened(self, runtime: str, again: bool) -> None:
+        self._labelled(self.runtime_starts, runtime).inc()
+        if again:
+            self._labelled(self.runtime_restarts, runtime).inc()
+
+    def runtime_crashed(self, runtime: str, stage: str) -> None:
+        self._labelled(self.runtime_crashes, runtime, stage).inc()
+
+    # -- channels -------------------------------------------------------------------------
+
+    def platform_request(self, platform: str, method: str, outcome: str) -> None:
+        self._labelled(self.platform_requests, platform, api_method(method), outcome).inc()
+
+    def platform_retry(self, platform: str, method: str, reason: str) -> None:
+        self._labelled(self.platform_retries, platform, api_method(method), reason).inc()
+
+    def dedupe_hit(self, channel: str) -> None:
+        """One input delivered again on ``channel`` and not run twice."""
+        self._labelled(self.dedupe_hits, channel).inc()
+
+    def malformed_request(self, status: int) -> None:
+        self._labelled(self.malformed_requests, str(status)).inc()
+
+    # -- state ----------------------------------------------------------------------------
+
+    def store_observer(self, store: str) -> StoreObserver:
+        """``observe(operation, seconds)`` for one store (``"state"``, ``"journal"``)."""
+
+        def observe(operation: str, seconds: float) -> None:
+            self._labelled(self.store_seconds, store, operation).observe(seconds)
+
+        return observe
+
+    @contextmanager
+    def timed(self, store: str, operation: str) -> Iterator[None]:
+        """``with metrics.timed("journal", "append"): ...`` times one store operation."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._labelled(self.store_seconds, store, operation).observe(
+                time.perf_counter() - started
+            )
+
+
+def api_method(name: str) -> str:
+    """A platform method name as a label: API method names pass, anything else is "other"."""
+    return name if _METHOD.fullmatch(name) else "other"
+
+
+def http_outcome(status: int) -> str:
+    if status == 429:
+        return "rate_limited"
+    if status >= 500:
+        return "server_error"
+    if status >= 400:
+        return "client_error"
+    return "ok"
+
+
+def _channel(key: str) -> str:
+    return key.partition(":")[0]

@@ -1,0 +1,237 @@
+"""``Bot``: your own commands on the embedded runtime, with typed handlers.
+
+In the style of aiogram and slack-bolt: decorate an async function per command, and one for
+plain text; each gets a ``Context`` with the parsed input and streams its reply through it.
+A ``Bot`` is a runtime, so ``runtime = "package.module:bot"`` in the settings serves it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from contract import (
+    STRICT_NAME,
+    BranchNode,
+    Command,
+    ComposerInputPayload,
+    FileNode,
+    SlashCommandNode,
+    SymbolNode,
+    TextNode,
+    utf16_len,
+    utf16_slice,
+)
+
+from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
+from .runtime import EmbeddedRuntime
+
+HANDLER_REFS = "handler_refs"  # conversation state: command -> "module:qualname" of its handler
+NO_TEXT_HANDLER = "this bot answers slash commands only: send /help to list them"
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """An ``@file:``, ``@branch:`` or ``@symbol:`` reference in the input."""
+
+    kind: Literal["file", "branch", "symbol"]
+    value: str  # the path or the name
+    raw: str  # as typed: ``@file:src/app.py``
+
+
+@dataclass(slots=True)
+class Context:
+    """One input to a handler: what was typed, by whom, where; ``reply`` streams the answer."""
+
+    command: str | None  # the leading command's name; None for plain text
+    args: str  # the text after the command, stripped ("" for plain text)
+    text: str  # the whole input as typed
+    references: tuple[Reference, ...]
+    user: str | None
+    conversation: str  # "<channel>:<conversation id>", e.g. "telegram:42"
+    state: dict[str, Any]  # this conversation's, kept between its inputs
+    files: tuple[dict[str, Any], ...]  # compositor file-attachment parts (docs/attachments.md)
+    _inner: HandlerContext = field(repr=False)
+    _handlers: dict[str, CommandHandler] = field(repr=False)
+
+    async def reply(self, text: str) -> None:
+        """Add ``text`` to the reply; channels show it as it streams. Markdown."""
+        await self._inner.reply(text)
+
+    def add_command(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str = "",
+        hint: str | None = None,
+    ) -> None:
+        """Register (or replace) a command for this conversation only; menus follow. With
+        a durable store it outlives a restart when ``handler`` is a module-level function
+        (a closure cannot be found again: its command is gone after a restart).
+        """
+        command = _command(name, description, hint)
+        self._handlers[command.name] = handler
+        refs: dict[str, str] = self._inner.state.setdefault(HANDLER_REFS, {})
+        ref = _reference(handler)
+        if ref is None:
+            refs.pop(command.name, None)
+        else:
+            refs[command.name] = ref
+        self._inner.slash_commands.register(command)
+
+    def remove_command(self, name: str) -> bool:
+        """Remove a command added by ``add_command``; False when there was none."""
+        self._handlers.pop(name, None)
+        self._inner.state.get(HANDLER_REFS, {}).pop(name, None)
+        return self._inner.slash_commands.unregister(name)
+
+
+CommandHandler = Callable[[Context], Awaitable[None]]
+
+
+class Bot(EmbeddedRuntime):
+    """Your commands, served by the gateway on every channel.
+
+    ``@bot.command("deploy", description=..., hint=...)`` registers a command handler,
+    ``@bot.text`` the handler of plain text. A handler fails the turn with ``HandlerError``:
+    the user gets the contract's failure text with its message.
+    """
+
+    def __init__(self, name: str = "bot", description: str = "") -> None:
+        super().__init__(
+            EntityDefinition(type=name, handler=self._dispatch, description=description)
+        )
+        self._handlers: dict[str, CommandHandler] = {}
+        self._text: CommandHandler | None = None
+
+    def command(
+        self, name: str, *, description: str = "", hint: str | None = None
+    ) -> Callable[[CommandHandler], CommandHandler]:
+        """Decorator: ``handler`` runs ``/name``."""
+
+        def register(handler: CommandHandler) -> CommandHandler:
+            self.add_command(name, handler, description=description, hint=hint)
+            return handler
+
+        return register
+
+    def text(self, handler: CommandHandler) -> CommandHandler:
+        """Decorator: ``handler`` answers input that is not a command."""
+        self._text = handler
+        return handler
+
+    def add_command(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str = "",
+        hint: str | None = None,
+    ) -> None:
+        """Register ``/name`` for every conversation opened from now on."""
+        command = _command(name, description, hint)
+        if command.name in self._handlers:
+            raise ValueError(f"/{command.name} is already registered")
+        self._handlers[command.name] = handler
+        self._publish_static((*self.definition.slash_commands, command))
+
+    def remove_command(self, name: str) -> bool:
+        """Unregister ``/name`` for conversations opened from now on."""
+        if self._handlers.pop(name, None) is None:
+            return False
+        self._publish_static(tuple(c for c in self.definition.slash_commands if c.name != name))
+        return True
+
+    def _publish_static(self, commands: tuple[Command, ...]) -> None:
+        self.definition = replace(self.definition, slash_commands=commands)
+
+    def run(self, argv: list[str] | None = None) -> None:
+        """``slashgate serve`` with this bot as the runtime: ``python mybot.py --port 9000``."""
+        from ...cli import main
+
+        sys.exit(main(["serve", *(sys.argv[1:] if argv is None else argv)], runtime=self))
+
+    async def _dispatch(self, inner: HandlerContext) -> None:
+        wake = inner.wake
+        if not isinstance(wake, InboxWake) or wake.message.message_type != "composer_input":
+            return  # spawn and schedule wakes: nothing to do for a bot
+        payload = ComposerInputPayload.model_validate(wake.message.payload)
+        name, args = leading_command(payload)
+        own: dict[str, CommandHandler] = inner.state.setdefault("handlers", {})
+        ctx = Context(
+            command=name,
+            args=args,
+            text=payload.source,
+            references=references(payload),
+            user=wake.message.sender,
+            conversation=inner.conversation,
+            state=inner.state.setdefault("data", {}),
+            files=tuple(wake.message.payload.get("attachments") or ()),
+            _inner=inner,
+            _handlers=own,
+        )
+        if name is None:
+            if self._text is None:
+                raise HandlerError(NO_TEXT_HANDLER, "unsupported")
+            await self._text(ctx)
+            return
+        handler = own.get(name) or self._handlers.get(name)
+        if handler is None:  # a command this conversation added before a restart
+            handler = _resolve(inner.state.get(HANDLER_REFS, {}).get(name))
+        if handler is None:  # the contract forwards known commands only; a race with remove
+            raise HandlerError(f"unknown command /{name}", "unsupported")
+        await handler(ctx)
+
+
+def _reference(handler: CommandHandler) -> str | None:
+    """``module:qualname`` of a handler that can be imported again, else None."""
+    module, qualname = getattr(handler, "__module__", None), getattr(handler, "__qualname__", "")
+    if not module or not qualname or "<locals>" in qualname or module == "__main__":
+        return None
+    return f"{module}:{qualname}"
+
+
+def _resolve(ref: str | None) -> CommandHandler | None:
+    if not ref:
+        return None
+    module, _, qualname = ref.partition(":")
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found if callable(found) else None
+
+
+def _command(name: str, description: str, hint: str | None) -> Command:
+    if not STRICT_NAME.fullmatch(name):
+        raise ValueError(
+            f"command name {name!r}: lower-case letters and digits, words joined by '-'"
+        )
+    return Command(name=name, description=description, hint=hint)
+
+
+def leading_command(payload: ComposerInputPayload) -> tuple[str | None, str]:
+    """(command name, argument text) when the input starts with a command; else (None, "")."""
+    for node in payload.nodes or ():
+        if isinstance(node, SlashCommandNode):
+            source = payload.source
+            return node.name, utf16_slice(source, node.end, utf16_len(source)).strip()
+        if not isinstance(node, TextNode) or node.raw.strip():
+            break
+    return None, ""
+
+
+def references(payload: ComposerInputPayload) -> tuple[Reference, ...]:
+    found: list[Reference] = []
+    for node in payload.nodes or ():
+        if isinstance(node, FileNode):
+            found.append(Reference("file", node.path, node.raw))
+        elif isinstance(node, BranchNode | SymbolNode):
+            found.append(Reference(node.kind, node.name, node.raw))
+    return tuple(found)

@@ -1,0 +1,161 @@
+"""The state store's interface: what must survive a restart of the gateway, and what several
+gateway replicas share.
+
+Four kinds of state, each bounded:
+- key-value: namespaced string keys (``"<area>:<name>"``), JSON values (Electric's stream
+  positions, runtime session ids, dynamic commands);
+- claims: keys remembered for a while (``ttl`` seconds, at most ``max_claims`` of them), for
+  deduplication of platform deliveries and Idempotency-Key answers;
+- the inbound journal: every accepted input until its reply is delivered, in arrival order;
+- leases: a name held by one owner until it lets go or the lease expires, with a fencing
+  token that grows with each new holder.
+Every store hands back fresh copies of values, never a shared object.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+EntryState = Literal["received", "running", "answered", "done"]  # "done": finished, gone
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer: nothing was written, the platform must deliver again."""
+
+
+@dataclass(slots=True)
+class Entry:
+    """One accepted input in the journal.
+
+    ``body`` is the channel's own record of the input (enough to rebuild the message and
+    where its reply goes); ``reply`` is the reply once made, kept until it is delivered.
+    """
+
+    id: str
+    conversation: str  # the core's key, "<channel>:<conversation>"
+    channel: str
+    body: dict[str, Any]
+    state: EntryState = "received"
+    reply: dict[str, Any] | None = None
+    owner: str = ""  # the replica that accepted or runs it
+    seq: int = 0  # arrival order, given by the store
+    command: str | None = None  # the slash command it runs, once known (for the restart notice)
+    created: float = 0.0
+
+    def encode(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def decode(cls, raw: str | bytes) -> Entry:
+        return cls(**json.loads(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    name: str
+    owner: str
+    token: int  # the fencing token: larger for each new holder of the name
+
+
+class StateStore(ABC):
+    """``open`` before use, ``close`` when done (both idempotent). ``shared`` stores serve
+    several gateway processes at once (leases then matter); the others serve one process.
+    """
+
+    shared = False
+    kind = "memory"
+
+    async def open(self) -> None:
+        """Acquire resources (files, connections)."""
+
+    async def close(self) -> None:
+        """Release them; writes already awaited are durable."""
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable when the store does not answer."""
+
+    # -- key-value -------------------------------------------------------------------------
+
+    @abstractmethod
+    async def get(self, key: str) -> Any | None:
+        """The value stored under ``key``, or None."""
+
+    @abstractmethod
+    async def set(self, key: str, value: Any) -> None:
+        """Store ``value`` (JSON-encodable) under ``key``, replacing any previous value."""
+
+    @abstractmethod
+    async def delete(self, key: str) -> bool:
+        """Remove ``key``; True when it existed."""
+
+    # -- claims ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def claim(self, key: str, value: Any, ttl: float) -> tuple[bool, Any | None]:
+        """Remember ``key`` with ``value`` for ``ttl`` seconds unless it is remembered already:
+        (True, None) when this call claimed it, else (False, the value it holds).
+        """
+
+    @abstractmethod
+    async def recall(self, key: str) -> Any | None:
+        """The value of a live claim, or None."""
+
+    @abstractmethod
+    async def remember(self, key: str, value: Any, ttl: float) -> None:
+        """Set the value of a claim (claiming it if need be) for ``ttl`` seconds from now."""
+
+    @abstractmethod
+    async def forget(self, key: str) -> None:
+        """Drop a claim: the key may be claimed again."""
+
+    # -- the journal -----------------------------------------------------------------------
+
+    @abstractmethod
+    async def append(
+        self, entry: Entry, claim: str | None, ttl: float, value: Any = 1
+    ) -> Entry | None:
+        """Journal ``entry`` (its ``seq`` assigned), claiming ``claim`` (with ``value``) in the
+        same step; None, and nothing written, when ``claim`` was claimed already.
+        """
+
+    @abstractmethod
+    async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
+        """Write the entry's state, reply, owner and command; with ``fence``, only while that
+        lease is still the current one (False, nothing written, otherwise).
+        """
+
+    @abstractmethod
+    async def finish(self, entry: Entry) -> None:
+        """Drop a delivered entry from the journal."""
+
+    @abstractmethod
+    async def pending(self, conversation: str | None = None) -> list[Entry]:
+        """The journal, oldest first (one conversation's, or all of it)."""
+
+    # -- leases ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def acquire(self, name: str, owner: str, ttl: float) -> Lease | None:
+        """Hold ``name`` for ``ttl`` seconds, or None while someone else holds it. The owner
+        that holds it already gets it renewed (same token).
+        """
+
+    @abstractmethod
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        """Extend a lease; False when it expired and is lost (someone else may hold it)."""
+
+    @abstractmethod
+    async def release(self, lease: Lease) -> None:
+        """Let go of a lease that is still ours."""
+
+    @abstractmethod
+    async def holder(self, name: str) -> str | None:
+        """The owner holding ``name`` now, or None."""
+
+
+def encode(value: Any) -> str:
+    # Stored encoded in every store: the same JSON rules, and no aliasing of mutable values.
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,284 @@
+"""Redis (redis-py's asyncio client): the store several gateway replicas share.
+
+Every step that reads and then writes is one Lua script, so replicas never interleave inside
+it. Keys live under one prefix:
+- ``kv:<key>``: key-value entries;
+- ``claims`` (sorted set, score = expiry) and ``claimv`` (hash): claims, bounded by count;
+- ``j`` (hash id -> entry), ``jseq`` (sorted set id by seq) and ``jc:<conversation>``: the
+  journal, and each conversation's part of it in order; ``jseqn`` counts arrivals;
+- ``lease:<name>`` (``<token>|<owner>``, expiring) and ``leasen``, the fencing counter.
+Redis keeps nothing across its own restart unless it persists (AOF): see docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from redis import asyncio as aioredis
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+
+# KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
+_CLAIM_FN = """
+local function claim(key, value, now, ttl, max)
+  local expiry = redis.call('ZSCORE', KEYS[1], key)
+  if expiry and tonumber(expiry) > now then return redis.call('HGET', KEYS[2], key) end
+  redis.call('ZADD', KEYS[1], now + ttl, key)
+  redis.call('HSET', KEYS[2], key, value)
+  local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 64)
+  local extra = redis.call('ZCARD', KEYS[1]) - #old - max
+  if extra > 0 then
+    for _, k in ipairs(redis.call('ZRANGE', KEYS[1], #old, #old + extra - 1)) do
+      table.insert(old, k)
+    end
+  end
+  for _, k in ipairs(old) do
+    redis.call('ZREM', KEYS[1], k)
+    redis.call('HDEL', KEYS[2], k)
+  end
+  return false
+end
+"""
+
+# ARGV: key, value, now, ttl, max claims
+_CLAIM = (
+    _CLAIM_FN
+    + "return claim(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))"
+)
+
+_PUT_CLAIM = """
+redis.call('ZADD', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: claims, claimv, j, jseq, jseqn, jc:<conversation>
+# ARGV: claim key ('' for none), now, ttl, max claims, id, entry, claim value
+_APPEND = (
+    _CLAIM_FN
+    + """
+if ARGV[1] ~= '' and claim(ARGV[1], ARGV[7], tonumber(ARGV[2]), tonumber(ARGV[3]),
+                           tonumber(ARGV[4])) then
+  return false
+end
+local seq = redis.call('INCR', KEYS[5])
+redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
+redis.call('ZADD', KEYS[4], seq, ARGV[5])
+redis.call('ZADD', KEYS[6], seq, ARGV[5])
+return seq
+"""
+)
+
+_UPDATE = """
+if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1
+"""
+
+_ACQUIRE = """
+local held = redis.call('GET', KEYS[1])
+if held then
+  local token, owner = string.match(held, '^(%d+)|(.*)$')
+  if owner ~= ARGV[1] then return false end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return tonumber(token)
+end
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], token .. '|' .. ARGV[1], 'PX', ARGV[2])
+return token
+"""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+class RedisStore(StateStore):
+    shared = True
+    kind = "redis"
+
+    def __init__(self, url: str, prefix: str = "slashgate:", max_claims: int = 100_000) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.max_claims = max_claims
+        self._redis: aioredis.Redis | None = None
+
+    def _k(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    async def open(self) -> None:
+        if self._redis is None:
+            self._redis = aioredis.Redis.from_url(
+                self.url,
+                socket_timeout=5,
+                socket_connect_timeout=2,
+                # A dropped connection or a restarted server: tried again a few times, briefly.
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+                retry_on_error=[ConnectionError, TimeoutError],
+                health_check_interval=30,
+            )
+
+    async def close(self) -> None:
+        redis, self._redis = self._redis, None
+        if redis is not None:
+            await redis.aclose()
+
+    @property
+    def redis(self) -> aioredis.Redis:
+        if self._redis is None:
+            raise StoreUnavailable("the Redis store is not open")
+        return self._redis
+
+    async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        try:
+            # redis-py types commands for its sync and async clients alike: this one awaits.
+            run = cast(Callable[..., Awaitable[Any]], self.redis.eval)
+            return await run(script, len(keys), *keys, *args)
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    async def _do(self, name: str, *args: Any) -> Any:
+        try:
+            return await getattr(self.redis, name)(*args)  # redis-py's types mix sync and async
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    async def ping(self) -> None:
+        await self._do("ping")
+
+    # -- key-value -------------------------------------------------------------------------
+
+    async def get(self, key: str) -> Any | None:
+        raw = await self._do("get", self._k("kv", key))
+        return None if raw is None else json.loads(raw)
+
+    async def set(self, key: str, value: Any) -> None:
+        await self._do("set", self._k("kv", key), encode(value))
+
+    async def delete(self, key: str) -> bool:
+        return bool(await self._do("delete", self._k("kv", key)))
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def _claim_keys(self) -> list[str]:
+        return [self._k("claims"), self._k("claimv")]
+
+    async def claim(self, key: str, value: Any, ttl: float) -> tuple[bool, Any | None]:
+        held = await self._eval(
+            _CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl, self.max_claims]
+        )
+        return (True, None) if held is None else (False, json.loads(held))
+
+    async def recall(self, key: str) -> Any | None:
+        expiry = await self._do("zscore", self._k("claims"), key)
+        if expiry is None or expiry <= time.time():
+            return None
+        raw = await self._do("hget", self._k("claimv"), key)
+        return None if raw is None else json.loads(raw)
+
+    async def remember(self, key: str, value: Any, ttl: float) -> None:
+        await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])
+
+    async def forget(self, key: str) -> None:
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.zrem(self._k("claims"), key)
+                pipe.hdel(self._k("claimv"), key)
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    # -- the journal -----------------------------------------------------------------------
+
+    async def append(
+        self, entry: Entry, claim: str | None, ttl: float, value: Any = 1
+    ) -> Entry | None:
+        keys = [
+            *self._claim_keys(),
+            self._k("j"),
+            self._k("jseq"),
+            self._k("jseqn"),
+            self._k("jc", entry.conversation),
+        ]
+        args = [
+            claim or "",
+            time.time(),
+            ttl,
+            self.max_claims,
+            entry.id,
+            entry.encode(),
+            encode(value),
+        ]
+        seq = await self._eval(_APPEND, keys, args)
+        if seq is None:
+            return None
+        added = Entry.decode(entry.encode())
+        added.seq = int(seq)
+        return added
+
+    async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
+        lease_key = self._k("lease", fence.name) if fence else self._k("j")
+        held = f"{fence.token}|{fence.owner}" if fence else ""
+        done = await self._eval(
+            _UPDATE, [self._k("j"), lease_key], [entry.id, entry.encode(), held]
+        )
+        return bool(done)
+
+    async def finish(self, entry: Entry) -> None:
+        try:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hdel(self._k("j"), entry.id)
+                pipe.zrem(self._k("jseq"), entry.id)
+                pipe.zrem(self._k("jc", entry.conversation), entry.id)
+                await pipe.execute()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
+
+    async def pending(self, conversation: str | None = None) -> list[Entry]:
+        index = self._k("jseq") if conversation is None else self._k("jc", conversation)
+        ranked = await self._do("zrange", index, 0, -1, False, True)  # (id, seq), oldest first
+        if not ranked:
+            return []
+        raws = await self._do("hmget", self._k("j"), [entry_id for entry_id, _ in ranked])
+        entries = []
+        for (_, seq), raw in zip(ranked, raws, strict=True):
+            if raw is not None:  # finished meanwhile
+                entry = Entry.decode(raw)
+                entry.seq = int(seq)
+                entries.append(entry)
+        return entries
+
+    # -- leases ----------------------------------------------------------------------------
+
+    async def acquire(self, name: str, owner: str, ttl: float) -> Lease | None:
+        token = await self._eval(
+            _ACQUIRE, [self._k("lease", name), self._k("leasen")], [owner, int(ttl * 1000)]
+        )
+        return None if token is None else Lease(name, owner, int(token))
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        held = f"{lease.token}|{lease.owner}"
+        done = await self._eval(_RENEW, [self._k("lease", lease.name)], [held, int(ttl * 1000)])
+        return bool(done)
+
+    async def release(self, lease: Lease) -> None:
+        await self._eval(_RELEASE, [self._k("lease", lease.name)], [f"{lease.token}|{lease.owner}"])
+
+    async def holder(self, name: str) -> str | None:
+        held = await self._do("get", self._k("lease", name))
+        return None if held is None else held.decode().partition("|")[2]

@@ -1,0 +1,180 @@
+"""Claims, the journal and leases behave the same in memory, in SQLite and in Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.state import Entry, MemoryStore, SqliteStore, StateStore, StoreUnavailable
+from gateway.state.redis import RedisStore
+from gateway.state.sqlite import SCHEMA_VERSION
+from tests.redis_server import REDIS, redis_server
+
+KINDS = ["memory", "sqlite", pytest.param("redis", marks=pytest.mark.skipif(
+    REDIS is None, reason="redis-server is not installed"))]  # fmt: skip
+
+
+@pytest.fixture(params=KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
+    if request.param == "redis":
+        async with redis_server(tmp_path) as server:
+            chosen: StateStore = RedisStore(server.url, max_claims=5)
+            await chosen.open()
+            yield chosen
+            await chosen.close()
+        return
+    if request.param == "memory":
+        chosen = MemoryStore(max_claims=5)
+    else:
+        chosen = SqliteStore(tmp_path / "state.sqlite3", max_claims=5)
+    await chosen.open()
+    try:
+        yield chosen
+    finally:
+        await chosen.close()
+
+
+def entry(conversation: str, text: str) -> Entry:
+    return Entry(id=text, conversation=conversation, channel="t", body={"text": text, "n": []})
+
+
+async def test_a_claim_is_taken_once_and_keeps_its_value(store: StateStore):
+    assert await store.claim("k", {"fingerprint": "a"}, 60) == (True, None)
+    assert await store.claim("k", {"fingerprint": "b"}, 60) == (False, {"fingerprint": "a"})
+    await store.remember("k", {"fingerprint": "a", "answer": {"text": "hi"}}, 60)
+    assert await store.recall("k") == {"fingerprint": "a", "answer": {"text": "hi"}}
+    await store.forget("k")
+    assert await store.recall("k") is None
+    assert await store.claim("k", 1, 60) == (True, None)
+
+
+async def test_an_expired_claim_can_be_taken_again(store: StateStore):
+    assert (await store.claim("k", 1, 0.05))[0]
+    await asyncio.sleep(0.06)  # what is tested is the passing of time itself
+    assert await store.recall("k") is None
+    assert (await store.claim("k", 2, 60))[0]
+
+
+async def test_claims_are_bounded_by_count_oldest_first(store: StateStore):
+    for i in range(300):  # SQLite sweeps every 256 writes; the others at once
+        await store.claim(f"k{i}", i, 60 + i)
+    assert await store.recall("k299") == 299
+    assert await store.recall("k0") is None
+    kept = [i for i in range(300) if await store.recall(f"k{i}") is not None]
+    assert len(kept) <= 5 + 255 and kept[-5:] == [295, 296, 297, 298, 299]
+
+
+async def test_the_journal_keeps_arrival_order_per_conversation(store: StateStore):
+    first = await store.append(entry("c1", "a"), "claim:a", 60)
+    second = await store.append(entry("c2", "b"), None, 60)
+    third = await store.append(entry("c1", "c"), "claim:c", 60)
+    assert first and second and third and first.seq < second.seq < third.seq
+    assert [e.id for e in await store.pending()] == ["a", "b", "c"]
+    assert [e.id for e in await store.pending("c1")] == ["a", "c"]
+    assert (await store.pending("c1"))[0].body == {"text": "a", "n": []}
+    # A redelivery: the claim is held, nothing is journaled.
+    assert await store.append(entry("c1", "a2"), "claim:a", 60) is None
+    assert [e.id for e in await store.pending("c1")] == ["a", "c"]
+
+
+async def test_entries_move_through_their_states_until_finished(store: StateStore):
+    added = await store.append(entry("c1", "a"), None, 60)
+    assert added is not None
+    added.state, added.command = "running", "deploy"
+    assert await store.update(added)
+    added.state, added.reply = "answered", {"text": "done", "category": None}
+    assert await store.update(added)
+    [kept] = await store.pending()
+    assert (kept.state, kept.command, kept.reply) == ("answered", "deploy", added.reply)
+    await store.finish(added)
+    assert await store.pending() == []
+    assert await store.update(added)  # a finished entry stays finished
+    assert await store.pending() == []
+
+
+async def test_a_lease_has_one_holder_and_a_fencing_token_that_grows(store: StateStore):
+    first = await store.acquire("conversation:c1", "r1", 0.2)
+    assert first is not None
+    assert await store.acquire("conversation:c1", "r2", 0.2) is None
+    assert await store.holder("conversation:c1") == "r1"
+    again = await store.acquire("conversation:c1", "r1", 0.2)
+    assert again == first  # held already: renewed, same token
+    await store.release(first)
+    second = await store.acquire("conversation:c1", "r2", 10)
+    assert second is not None and second.token > first.token
+    assert not await store.renew(first, 10)  # not ours any more
+
+
+async def test_a_stale_holder_cannot_write_once_its_lease_moved_on(store: StateStore):
+    added = await store.append(entry("c1", "a"), None, 60)
+    assert added is not None
+    old = await store.acquire("conversation:c1", "r1", 0.05)
+    assert old is not None
+    await asyncio.sleep(0.06)  # the lease expires: what is tested is the passing of time
+    assert await store.holder("conversation:c1") is None
+    new = await store.acquire("conversation:c1", "r2", 10)
+    assert new is not None
+    added.state = "running"
+    assert not await store.update(added, old)
+    assert (await store.pending())[0].state == "received"
+    assert await store.update(added, new)
+    assert (await store.pending())[0].state == "running"
+
+
+async def test_sqlite_keeps_everything_across_reopening(tmp_path: Path):
+    path = tmp_path / "state.sqlite3"
+    store = SqliteStore(path)
+    await store.open()
+    await store.append(entry("c1", "a"), "claim:a", 60)
+    await store.set("kv", {"x": 1})
+    await store.close()
+    again = SqliteStore(path)
+    await again.open()
+    assert [e.id for e in await again.pending()] == ["a"]
+    assert await again.recall("claim:a") == 1
+    assert await again.get("kv") == {"x": 1}
+    await again.close()
+
+
+async def test_sqlite_migrates_a_file_of_the_first_schema(tmp_path: Path):
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO state VALUES ('electric:stream:x', '\"0001\"')")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    await store.open()
+    assert await store.get("electric:stream:x") == "0001"
+    assert await store.append(entry("c1", "a"), None, 60) is not None
+    await store.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+
+
+async def test_sqlite_refuses_a_file_from_a_newer_gateway(tmp_path: Path):
+    path = tmp_path / "new.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(StoreUnavailable, match="newer than this gateway"):
+        await SqliteStore(path).open()
+
+
+@pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+async def test_redis_down_is_store_unavailable_and_up_again_works(tmp_path: Path):
+    async with redis_server(tmp_path) as server:
+        store = RedisStore(server.url)
+        await store.open()
+        await store.set("k", 1)
+        await server.stop()
+        with pytest.raises(StoreUnavailable):
+            await store.append(entry("c1", "a"), "claim:a", 60)
+        await server.start()
+        assert await store.append(entry("c1", "a"), "claim:a", 60) is not None
+        await store.close()

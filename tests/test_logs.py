@@ -1,0 +1,94 @@
+"""What an operator reads: one INFO line per part at start-up, one per input, and warnings
+that say what to check when the runtime cannot be reached.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from typing import Any
+
+import aiohttp
+import pytest
+
+from gateway.server import running
+from tests.conftest import ServerFactory, make_settings
+
+
+def lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == level]
+
+
+async def post(url: str, text: str, conversation: str = "c1") -> Any:
+    body = {"conversation": conversation, "user": "u1", "text": text}
+    async with aiohttp.ClientSession() as client:
+        async with client.post(f"{url}/v1/messages", json=body) as resp:
+            assert resp.status == 200
+            return await resp.json()
+
+
+async def test_start_up_says_each_part_and_each_input_is_one_line(
+    gateway_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="slashgate")
+    async with gateway_server() as server:
+        started = lines(caplog)
+        assert started[:3] == [
+            "runtime: embedded (demo)",
+            "store: memory (at most 10000 keys, lost on restart)",
+            f"server: listening on {server.url}",
+        ]
+        assert [line for line in started if line.startswith("channel: ")] == [
+            "channel: " + c.describe() for c in server.channels
+        ]
+        caplog.clear()
+        await post(server.url, "/echo hi")
+        await post(server.url, "just text", conversation="c2")
+        await post(server.url, "/nope")
+        await post(server.url, "/echo")
+        turns = lines(caplog)
+    assert len(turns) == 4, turns
+    shape = r"turn channel=webhook conversation=(c1|c2) classification=\S+ command=\S+ outcome=\S+ duration=\d+\.\d{3}s"  # noqa: E501
+    assert all(re.fullmatch(shape, line) for line in turns), turns
+    said = [re.sub(r" duration=\S+", "", line) for line in turns]
+    assert said == [
+        "turn channel=webhook conversation=c1 classification=supported command=echo outcome=ok",
+        "turn channel=webhook conversation=c2 classification=not_slash command=- outcome=ok",
+        "turn channel=webhook conversation=c1 classification=unsupported command=- "
+        "outcome=unsupported",
+        "turn channel=webhook conversation=c1 classification=supported command=echo "
+        "outcome=generic",
+    ]
+    assert not any("hi" in line or "just text" in line for line in turns), "no user text"
+
+
+async def test_a_missing_agent_program_is_a_warning_that_says_what_to_check(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="slashgate")
+    settings = make_settings(runtime="pi", pi_command=["no-such-pi-here", "--mode", "rpc"])
+    async with running(settings):
+        warnings = lines(caplog, logging.WARNING)
+    assert warnings[0] == (
+        "runtime pi: 'no-such-pi-here' is not an executable file or on PATH: check pi_command "
+        "and PATH"
+    )
+
+
+async def test_an_unreachable_electric_server_is_a_warning_that_says_what_to_check(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    caplog.set_level(logging.INFO, logger="slashgate")
+    async with running(make_settings(runtime="electric", electric_url=url)) as server:
+        reply = (await post(server.url, "hello"))["reply"]
+        warnings = lines(caplog, logging.WARNING)
+    assert any(
+        w.startswith(f"electric runtime unreachable at {url}")
+        and "check electric_url and that the Electric Agents server runs" in w
+        for w in warnings
+    ), warnings
+    assert reply["category"] == "generic", "the gateway runs; the input fails with one reply"

@@ -1,0 +1,83 @@
+"""A real browser for the web chat tests: Playwright driving the system's Chromium.
+
+No browser is downloaded: the tests use Debian's ``chromium`` (``.ci/run`` installs it) and
+skip, saying why, only when it cannot be found. Every page records what it requested and
+the errors it raised; a test fails if the page fetched anything but the gateway or threw.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+CHROMIUM = next(
+    (p for p in ("/usr/bin/chromium", shutil.which("chromium")) if p and Path(p).exists()), None
+)
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT = 10_000  # ms: how long an expectation may wait for the page
+
+
+@dataclass
+class Opened:
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+OpenPage = Callable[..., Awaitable[Opened]]
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tests keep their screenshots (pytest's temp folder, kept for a few runs)."""
+    return tmp_path_factory.mktemp("webchat-screenshots", numbered=False)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    if CHROMIUM is None:
+        pytest.skip("chromium not found (apt-get install chromium); the browser tests need it")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@pytest.fixture
+async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
+    """``await open_page(url, width=1000)``: a fresh browser profile on the web chat."""
+    opened: list[Opened] = []
+
+    async def open_(url: str, width: int = 1000, height: int = 760) -> Opened:
+        context = await browser.new_context(viewport={"width": width, "height": height})
+        context.set_default_timeout(WAIT)
+        page = await context.new_page()
+        seen = Opened(page)
+        page.on("request", lambda request: seen.requests.append(request.url))
+        page.on("pageerror", lambda error: seen.errors.append(str(error)))
+        await page.goto(url + "/chat")
+        opened.append(seen)
+        return seen
+
+    yield open_
+    for seen in opened:
+        await seen.page.context.close()
+        origin = seen.requests[0].rsplit("/chat", 1)[0] if seen.requests else ""
+        assert all(url.startswith(origin + "/") for url in seen.requests), seen.requests
+        assert seen.errors == []
