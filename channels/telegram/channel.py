@@ -39,7 +39,7 @@ from .delivery import Requests, Target, Throttle, describe
 from .docs import operations
 from .files import FileRef, TelegramFiles, file_refs
 from .intake import Intake
-from .manners import OTHER_CONTENT, Manners
+from .manners import Manners, other_content
 from .menu import Menu
 from .menus import Menus
 from .metering import Metered
@@ -80,7 +80,7 @@ class TelegramChannel(Channel):
         self.dispatcher.update.outer_middleware(self.intake)
         router = Router(name="slashgate")
         self.manners = Manners(self)
-        router.message.register(self.manners.on_other, OTHER_CONTENT)
+        router.message.register(self.manners.on_other, other_content)
         router.edited_message.register(self.manners.on_edited)
         router.message.register(self._on_message)
         router.callback_query.register(self._on_callback)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from aiogram import Bot, F
+from aiogram import Bot
 from aiogram.enums import ContentType
 from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 from aiogram.types import Message, ReactionTypeCustomEmoji, ReactionTypeEmoji, ReactionTypePaid
@@ -43,8 +43,14 @@ OTHER = {
     ContentType.GAME: "Games",
     ContentType.STORY: "Stories",
 }
-OTHER_CONTENT = F.content_type.in_(set(OTHER))
 EDITS_ANSWERED = 10_000  # (chat, message) pairs remembered, so an edit is answered once
+
+
+async def other_content(message: Message) -> bool:
+    """The router's filter for ``OTHER``. A coroutine on purpose: aiogram runs a plain
+    function filter (a magic filter too) in a worker thread, a thread hop per message.
+    """
+    return message.content_type in OTHER
 
 
 def blocked(target: Target, exc: TelegramForbiddenError) -> None:
