@@ -15,6 +15,7 @@ but code; code, pre and links never contain each other; blockquotes do not nest.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -29,6 +30,9 @@ units, which is never less than Telegram's own count)."""
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
+# Characters that can make Markdown (or an HTML escape) of plain text; a digit or "-" only at
+# the start (an ordered list, a bullet).
+_MARKUP = re.compile(r"[\\`*_~\[\]<>&!#|{}=+]|^[\d\-]")
 _STYLE = {"strong": ("<b>", "</b>", "b"), "em": ("<i>", "</i>", "i"), "s": ("<s>", "</s>", "s")}
 
 
@@ -54,6 +58,12 @@ _Op = str | _Tag | None
 
 def render(markdown: str, limit: int = LIMIT) -> list[Chunk]:
     """The chunks to send for ``markdown``, in order; at least one for non-blank input."""
+    if _plain(markdown, limit):  # most short replies: no parser needed
+        return [Chunk(markdown, markdown)]
+    return _parsed(markdown, limit)
+
+
+def _parsed(markdown: str, limit: int) -> list[Chunk]:
     packer = _Packer(limit)
     for block in _Renderer().blocks(markdown):
         packer.add_block(block)
@@ -64,6 +74,20 @@ def preview(markdown: str, limit: int = LIMIT) -> Chunk | None:
     """What a streaming preview shows: the last chunk of the text so far (None when blank)."""
     chunks = render(markdown, limit)
     return chunks[-1] if chunks else None
+
+
+def _plain(markdown: str, limit: int) -> bool:
+    """True when ``markdown`` renders as itself in one chunk: one short line of printable
+    characters (so no tab, newline or exotic space), no surrounding space, nothing that Markdown
+    or HTML reads as markup.
+    """
+    return (
+        0 < len(markdown) <= limit // 2  # at most two UTF-16 units a character
+        and markdown.isprintable()
+        and markdown[0] != " "
+        and markdown[-1] != " "
+        and _MARKUP.search(markdown) is None
+    )
 
 
 def escape(text: str) -> str:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels.telegram.render import LIMIT, Chunk, preview, render
+from channels.telegram.render import LIMIT, Chunk, _parsed, _plain, preview, render
 from contract import utf16_len
 
 from .fake_bot_api import ApiError, parse_html
@@ -146,3 +146,25 @@ def test_any_markdown_gives_chunks_telegram_accepts(markdown: str, limit: int) -
     for chunk in render(markdown, limit):
         assert utf16_len(seen(chunk)) <= limit
         assert chunk.plain.strip()
+
+
+# Pieces of short replies: Markdown's marks, spaces of every kind, any character.
+_SHORT = st.lists(
+    st.one_of(
+        st.sampled_from(list("ab *_`~[]()#>-|!<&=+{}\\\n\t1.:/'\"😀")),
+        st.sampled_from(list("\u00a0\u200d\u2028\u0000é\ufe0f")),
+        st.sampled_from(["http://a.b", "&amp;", "1. ", "1) ", "- ", "---", "  "]),
+        st.characters(),
+    ),
+    min_size=1,
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_SHORT)
+def test_text_without_markup_skips_the_parser_and_renders_the_same(text: str) -> None:
+    if _plain(text, LIMIT):
+        assert _parsed(text, LIMIT) == render(text) == [Chunk(text, text)]
+    else:
+        assert render(text) == _parsed(text, LIMIT)
