@@ -34,6 +34,7 @@ log = logging.getLogger("slashgate.telegram")
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
 STORE_RETRY_CAP = 5.0  # seconds between tries of a store that is down, while polling
+RAW = "raw_update"  # the webhook passes the update's JSON text to ``feed_update`` by this name
 
 
 class Intake(BaseMiddleware):
@@ -52,7 +53,7 @@ class Intake(BaseMiddleware):
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         assert isinstance(event, Update)
-        entry = await self._journal(event)
+        entry = await self._journal(event, data.pop(RAW, None))
         if entry is None:
             log.info("update %d delivered again: ignored", event.update_id)
             self._gateway.metrics.dedupe_hit(self._channel)
@@ -65,12 +66,12 @@ class Intake(BaseMiddleware):
         task.add_done_callback(partial(self._done, event.update_id))
         return None
 
-    async def _journal(self, update: Update) -> Entry | bool | None:
+    async def _journal(self, update: Update, raw: str | None) -> Entry | bool | None:
         """The update's journal entry (a message), True (claimed only), or None (seen before)."""
         delay = 0.1
         while True:
             try:
-                return await self._write(update)
+                return await self._write(update, raw)
             except StoreUnavailable as exc:
                 if not self.patient or self.stopping:
                     raise
@@ -78,13 +79,15 @@ class Intake(BaseMiddleware):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, STORE_RETRY_CAP)
 
-    async def _write(self, update: Update) -> Entry | bool | None:
+    async def _write(self, update: Update, raw: str | None) -> Entry | bool | None:
         claim = f"{self._channel}:update:{update.update_id}"
         if update.message is None:
             store, ttl = self._gateway.store, self._gateway.journal.dedupe_ttl
             claimed, _ = await store.claim(claim, 1, ttl)
             return claimed or None
-        body = {"update": update.model_dump(mode="json", exclude_none=True)}
+        # The update as JSON text, not as a dict: stores copy and encode an entry on every
+        # write, and a string is one value where the dict is dozens.
+        body = {"update": raw if raw is not None else update.model_dump_json(exclude_none=True)}
         conversation = Target.of(update.message).conversation
         return await self._gateway.accept(self._channel, conversation, body, claim)
 
