@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+from pathlib import Path
 
 import pytest
 from aiogram.exceptions import TelegramUnauthorizedError
@@ -12,6 +15,7 @@ from channels.telegram import channel as telegram_channel
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd
 from gateway.server import StartError, running
+from gateway.state import Entry, SqliteStore
 from tests.conftest import make_settings
 
 from .fake_bot_api import WAIT, FakeBotAPI
@@ -187,3 +191,29 @@ async def test_a_wrong_token_stops_the_start_without_showing_it(fake: FakeBotAPI
             pass
     assert isinstance(failed.value.__cause__, TelegramUnauthorizedError)
     assert str(failed.value) == "TelegramUnauthorizedError: Telegram server says - Unauthorized"
+
+
+async def test_journaled_updates_run_at_the_next_start_text_or_older_dicts(
+    telegram: Start, fake: FakeBotAPI, tmp_path: Path
+) -> None:
+    """What the intake journals (the update's JSON text) and what older versions journaled
+    (the update as a dict) both run when the gateway starts again.
+    """
+    state = tmp_path / "state.sqlite3"
+    store = SqliteStore(state, 100)
+    await store.open()
+    journaled = {
+        PRIVATE: json.dumps(message_update(PRIVATE, "/echo from text")),
+        PRIVATE + 1: message_update(PRIVATE + 1, "/echo from a dict"),
+    }
+    for chat, update in journaled.items():
+        body = {"update": update}
+        entry = Entry(f"e{chat}", f"telegram:{chat}", "telegram", body, created=time.time() - 1)
+        assert await store.append(entry, None, 60) is not None
+    await store.close()
+    async with telegram(store="sqlite", state_path=state):
+        await fake.wait(
+            lambda: (
+                fake.texts(PRIVATE) == ["from text"] and fake.texts(PRIVATE + 1) == ["from a dict"]
+            )
+        )
