@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import replace
 
-from aiogram import Bot, Dispatcher, Router
+from aiogram import Bot, Dispatcher
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import AiogramError, TelegramAPIError
@@ -37,8 +37,8 @@ from gateway.state import Entry, StoreUnavailable
 from .delivery import Requests, Target, Throttle, describe
 from .docs import operations
 from .files import FileRef, TelegramFiles, file_refs
-from .intake import RAW, Intake
-from .manners import Manners, other_content
+from .intake import Intake
+from .manners import OTHER, Manners
 from .menu import Menu
 from .menus import Menus
 from .metering import Metered
@@ -51,6 +51,7 @@ WEBHOOK_PATH = "/telegram/webhook"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MENU_DEBOUNCE = 1.0  # seconds: a burst of inventory changes is published once
 POLL_TIMEOUT = 25  # seconds a getUpdates call waits for news
+UPDATES = ("message", "edited_message", "callback_query")  # the update types the bot handles
 MAX_IN_FLIGHT = 256  # updates processed at once; past it the webhook answers 503 (redelivered)
 # aiogram reads every answer as Response[<the method's result type>], and pydantic keeps such
 # parametrized models only while something refers to them: without these references each
@@ -74,16 +75,12 @@ class TelegramChannel(Channel):
         session.middleware(Requests())
         session.middleware(Metered(gateway.metrics))
         self.bot = Bot(settings.telegram_token.get_secret_value(), session=session)
-        self.intake = Intake(gateway, self.name, MAX_IN_FLIGHT)
-        self.dispatcher = Dispatcher()
+        self.intake = Intake(gateway, self.name, self._route, MAX_IN_FLIGHT)
+        # Long polling only: aiogram's dispatcher fetches the updates and hands them to the
+        # intake (no FSM: the channel keeps no per-chat states).
+        self.dispatcher = Dispatcher(disable_fsm=True)
         self.dispatcher.update.outer_middleware(self.intake)
-        router = Router(name="slashgate")
         self.manners = Manners(self)
-        router.message.register(self.manners.on_other, other_content)
-        router.edited_message.register(self.manners.on_edited)
-        router.message.register(self._on_message)
-        router.callback_query.register(self._on_callback)
-        self.dispatcher.include_router(router)
 
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.files = TelegramFiles(self.bot, settings)
@@ -167,7 +164,7 @@ class TelegramChannel(Channel):
             await self.bot.set_webhook(
                 self.settings.telegram_webhook_url,
                 secret_token=self._secret.decode(),
-                allowed_updates=self.dispatcher.resolve_used_update_types(),
+                allowed_updates=list(UPDATES),
             )
             self._registered = True
 
@@ -184,6 +181,7 @@ class TelegramChannel(Channel):
             self.dispatcher.start_polling(
                 self.bot,
                 polling_timeout=POLL_TIMEOUT,
+                allowed_updates=list(UPDATES),
                 handle_as_tasks=False,  # the intake makes the tasks (and keeps them)
                 handle_signals=False,
                 close_bot_session=False,
@@ -246,7 +244,7 @@ class TelegramChannel(Channel):
             return _error(400, f"request body is {'not JSON' if json_invalid else 'not an update'}")
         try:
             # The intake journals the text as it came (valid UTF-8: the parser checked).
-            await self.dispatcher.feed_update(self.bot, update, **{RAW: body.decode()})
+            await self.intake.take(update, body.decode())
         except StoreUnavailable as exc:  # not journaled: Telegram must deliver it again
             log.warning("update %d not taken: %s", update.update_id, exc)
             return _error(503, "the gateway's store is unavailable", headers={"Retry-After": "1"})
@@ -254,7 +252,21 @@ class TelegramChannel(Channel):
 
     # -- updates --------------------------------------------------------------------------
 
-    async def _on_message(self, message: Message, entry: Entry | None = None) -> None:
+    async def _route(self, update: Update, entry: Entry | None) -> None:
+        """An update to its handler. Not aiogram's router: its layers of middlewares and
+        filters cost more per message than the rest of the channel.
+        """
+        if update.message is not None:
+            if update.message.content_type in OTHER:
+                await self.manners.on_other(update.message)
+            else:
+                await self._on_message(update.message, entry)
+        elif update.edited_message is not None:
+            await self.manners.on_edited(update.edited_message)
+        elif update.callback_query is not None:
+            await self._on_callback(update.callback_query)
+
+    async def _on_message(self, message: Message, entry: Entry | None) -> None:
         collected = await self.files.collect(message)  # an album is one message
         if collected is None:
             return

@@ -1,13 +1,14 @@
 """Taking updates in: journaled once per update_id, processed in the background, a bounded
 number at once.
 
-An aiogram outer middleware on updates, so the webhook and long polling share it. A message
-is written to the gateway's journal, claiming its update_id, before Telegram is answered
-(the webhook's 200, or polling's next offset); a redelivered update finds its id claimed and
-is dropped, also after a restart. Other updates (button presses) only claim their id. Then
-the rest of the pipeline runs in a background task. Stopping lets the tasks finish for a
-grace period, then cancels the rest and logs each one: it stays in the journal, and the next
-start recovers it.
+The webhook hands each update to ``take``; long polling reaches it through aiogram's
+dispatcher, as an outer middleware on updates that ends their way there. A message is
+written to the gateway's journal, claiming its update_id, before Telegram is answered (the
+webhook's 200, or polling's next offset); a redelivered update finds its id claimed and is
+dropped, also after a restart. Other updates (button presses) only claim their id. Then the
+channel's handler runs in a background task. Stopping lets the tasks finish for a grace
+period, then cancels the rest and logs each one: it stays in the journal, and the next start
+recovers it.
 """
 
 from __future__ import annotations
@@ -32,15 +33,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("slashgate.telegram")
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
+Process = Callable[[Update, Entry | None], Awaitable[None]]  # an update with its journal entry
 
 STORE_RETRY_CAP = 5.0  # seconds between tries of a store that is down, while polling
-RAW = "raw_update"  # the webhook passes the update's JSON text to ``feed_update`` by this name
 
 
 class Intake(BaseMiddleware):
-    def __init__(self, gateway: Gateway, channel: str, max_in_flight: int = 256) -> None:
+    def __init__(
+        self, gateway: Gateway, channel: str, process: Process, max_in_flight: int = 256
+    ) -> None:
         self._gateway = gateway
         self._channel = channel
+        self._handle = process
         self._slots = asyncio.Semaphore(max_in_flight)
         self._tasks = BackgroundTasks()
         self.last_update_id: int | None = None
@@ -52,19 +56,25 @@ class Intake(BaseMiddleware):
         return self._slots.locked()
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        """Long polling: aiogram's dispatcher hands each update here (and nowhere else)."""
         assert isinstance(event, Update)
-        entry = await self._journal(event, data.pop(RAW, None))
-        if entry is None:
-            log.info("update %d delivered again: ignored", event.update_id)
-            self._gateway.metrics.dedupe_hit(self._channel)
-            return None
-        if self.last_update_id is None or event.update_id > self.last_update_id:
-            self.last_update_id = event.update_id
-        await self._slots.acquire()  # polling waits here; the webhook checked ``full`` first
-        data["entry"] = entry if isinstance(entry, Entry) else None
-        task = self._tasks.spawn(self._process(handler, event, data))
-        task.add_done_callback(partial(self._done, event.update_id))
+        await self.take(event)
         return None
+
+    async def take(self, update: Update, raw: str | None = None) -> None:
+        """Journal ``update`` (``raw``: its JSON text, when at hand), then process it in the
+        background. Raises StoreUnavailable when it could not be journaled.
+        """
+        entry = await self._journal(update, raw)
+        if entry is None:
+            log.info("update %d delivered again: ignored", update.update_id)
+            self._gateway.metrics.dedupe_hit(self._channel)
+            return
+        if self.last_update_id is None or update.update_id > self.last_update_id:
+            self.last_update_id = update.update_id
+        await self._slots.acquire()  # polling waits here; the webhook checked ``full`` first
+        task = self._tasks.spawn(self._process(update, entry if isinstance(entry, Entry) else None))
+        task.add_done_callback(partial(self._done, update.update_id))
 
     async def _journal(self, update: Update, raw: str | None) -> Entry | bool | None:
         """The update's journal entry (a message), True (claimed only), or None (seen before)."""
@@ -91,10 +101,9 @@ class Intake(BaseMiddleware):
         conversation = Target.of(update.message).conversation
         return await self._gateway.accept(self._channel, conversation, body, claim)
 
-    async def _process(self, handler: Handler, update: Update, data: dict[str, Any]) -> None:
-        entry: Entry | None = data.get("entry")
+    async def _process(self, update: Update, entry: Entry | None) -> None:
         try:
-            await handler(update, data)
+            await self._handle(update, entry)
         except Exception:
             log.exception("update %d failed", update.update_id)
         if entry is not None:  # not answered (not for the bot, or it failed): nothing to keep

@@ -46,13 +46,6 @@ OTHER = {
 EDITS_ANSWERED = 10_000  # (chat, message) pairs remembered, so an edit is answered once
 
 
-async def other_content(message: Message) -> bool:
-    """The router's filter for ``OTHER``. A coroutine on purpose: aiogram runs a plain
-    function filter (a magic filter too) in a worker thread, a thread hop per message.
-    """
-    return message.content_type in OTHER
-
-
 def blocked(target: Target, exc: TelegramForbiddenError) -> None:
     log.warning("chat %s refuses the bot (%s); the reply is dropped", target.chat_id, exc.message)
 
