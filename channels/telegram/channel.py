@@ -276,11 +276,12 @@ class TelegramChannel(Channel):
             return
         inbound, sink = received
         try:
-            try:
-                inbound = replace(inbound, attachments=await self.files.fetch(files))
-            except AttachmentError as exc:  # one reply; nothing goes to the runtime
-                await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
-                return
+            if files:
+                try:
+                    inbound = replace(inbound, attachments=await self.files.fetch(files))
+                except AttachmentError as exc:  # one reply; nothing goes to the runtime
+                    await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
+                    return
             await self.gateway.handle(inbound, sink, entry)
         finally:  # also when cancelled at shutdown, or the core failed before its final
             await sink.aclose()

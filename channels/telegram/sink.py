@@ -78,8 +78,7 @@ class TelegramSink(ReplySink):
         self._placeholder: int | None = None
         self._draft = target.private and channel.drafts
         self._started = asyncio.get_running_loop().time()
-        reasoning = channel.settings.show_reasoning != "off"
-        self.activity = ActivityMessage(channel, target, reasoning)
+        self._activity: ActivityMessage | None = None  # made with the first agent event
         self._queued = False  # the input shows the "queued" reaction
 
     async def accepted(
@@ -93,7 +92,8 @@ class TelegramSink(ReplySink):
         self._queued = await queued_reaction(self.bot, self.target, True)
 
     async def delta(self, text: str) -> None:
-        self.activity.progress()
+        if self._activity is not None:
+            self._activity.progress()
         self._parts.append(text)
         if self._dirty is not None:
             self._dirty.set()
@@ -111,7 +111,10 @@ class TelegramSink(ReplySink):
             except AiogramError as exc:  # tried again already: Telegram is down
                 log.error("permission prompt in chat %s not shown: %s", self.chat, describe(exc))
         else:
-            self.activity.update(event)
+            if self._activity is None:
+                reasoning = self.channel.settings.show_reasoning != "off"
+                self._activity = ActivityMessage(self.channel, self.target, reasoning)
+            self._activity.update(event)
 
     async def final(self, reply: Reply) -> None:
         try:
@@ -121,7 +124,8 @@ class TelegramSink(ReplySink):
 
     async def _final(self, reply: Reply) -> None:
         await self._stop_streaming()
-        await self.activity.finish()
+        if self._activity is not None:
+            await self._activity.finish()
         if self._queued:
             await queued_reaction(self.bot, self.target, False)
         chunks = render(reply_text(reply)) or [Chunk(escape("…"), "…")]
@@ -161,8 +165,10 @@ class TelegramSink(ReplySink):
         tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self.activity.aclose()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._activity is not None:
+            await self._activity.aclose()
 
     # -- typing and previews --------------------------------------------------------------
 
@@ -256,6 +262,8 @@ class TelegramSink(ReplySink):
             task.cancel()
         if self._showing is not None:
             tasks.append(self._showing)  # a preview half-sent: let it land first
+        if not tasks:
+            return
         for result in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(result, Exception):
                 log.error("streaming failed", exc_info=result)
