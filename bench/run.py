@@ -28,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,9 +120,14 @@ _update_ids = iter(range(1, 1 << 62))
 
 def telegram_request(url: str, fake: FakePlatform) -> Request:
     headers = {"X-Telegram-Bot-Api-Secret-Token": TELEGRAM_SECRET}
+    sent: Counter[int] = Counter()  # messages per user
 
     async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
-        chat = worker + 1  # a private chat per user
+        # Two private chats per user, in turn. A chat is held until its reply is journaled as
+        # delivered, just after the send: a slash command written the instant the reply lands
+        # (in the same chat) can find it busy, with the SQLite store's slower journal.
+        sent[worker] += 1
+        chat = 2 * worker + 1 + sent[worker] % 2
         update_id = next(_update_ids)
         update = {
             "update_id": update_id,
@@ -137,8 +143,8 @@ def telegram_request(url: str, fake: FakePlatform) -> Request:
         reply = fake.expect(str(chat))
         async with session.post(f"{url}/telegram/webhook", json=update, headers=headers) as r:
             await checked(r)
-        if await asyncio.wait_for(reply, REPLY_WAIT) != "m1":
-            raise RuntimeError("Telegram: a wrong reply")
+        if (text := await asyncio.wait_for(reply, REPLY_WAIT)) != "m1":
+            raise RuntimeError(f"Telegram: a wrong reply {text!r}")
 
     return request
 
