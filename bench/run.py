@@ -45,6 +45,7 @@ from bench.servers import SLACK_SECRET, TELEGRAM_SECRET  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
+CHATS_PER_USER = 4  # Telegram: each simulated user writes in this many chats in turn
 
 
 def cpu_seconds(pid: int) -> float:
@@ -123,11 +124,11 @@ def telegram_request(url: str, fake: FakePlatform) -> Request:
     sent: Counter[int] = Counter()  # messages per user
 
     async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
-        # Two private chats per user, in turn. A chat is held until its reply is journaled as
-        # delivered, just after the send: a slash command written the instant the reply lands
-        # (in the same chat) can find it busy, with the SQLite store's slower journal.
+        # Private chats of the user's own, in turn. A chat is held until its reply is journaled
+        # as delivered, just after the send: a slash command written the instant the reply
+        # lands (in the same chat) can find it busy, with the SQLite store's slower journal.
         sent[worker] += 1
-        chat = 2 * worker + 1 + sent[worker] % 2
+        chat = CHATS_PER_USER * worker + 1 + sent[worker] % CHATS_PER_USER
         update_id = next(_update_ids)
         update = {
             "update_id": update_id,
