@@ -89,6 +89,7 @@ class Gateway:
         self._conversation_listeners: list[ConversationListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
         self._background = BackgroundTasks()
+        self._replicas: tuple[asyncio.Task[None], ...] = ()  # replica watch and cancel listener
         self.closing = False
         self._closed = asyncio.Event()  # set with ``closing``: inputs stop waiting for a session
         self.labelers: dict[str, Labeler] = {}  # channel name -> its spelling of commands
@@ -132,7 +133,12 @@ class Gateway:
         """
         await self._recover(starting=True)
         if self.journal.shared:
-            self._background.spawn(self._watch_replicas(), name="slashgate-replicas")
+            self._replicas = (
+                self._background.spawn(self._watch_replicas(), name="slashgate-replicas"),
+                self._background.spawn(
+                    self.journal.cancels(self._cancel_asked), name="slashgate-cancels"
+                ),
+            )
 
     async def _watch_replicas(self) -> None:
         while not self.closing:
@@ -142,6 +148,12 @@ class Gateway:
                 await self._recover(starting=False)
             except StoreUnavailable as exc:
                 log.warning("replica watch: %s", exc)
+
+    def _cancel_asked(self, key: str) -> None:
+        """Another replica took a /cancel for a conversation whose turn runs here."""
+        conv = self._conversations.get(key)
+        if conv is not None and conv.run is not None:
+            self._background.spawn(self.stop_run(conv))
 
     async def _recover(self, starting: bool) -> None:
         conversations: dict[str, list[Entry]] = {}
@@ -213,6 +225,8 @@ class Gateway:
     async def stop(self) -> None:
         self.closing = True
         self._closed.set()
+        for task in self._replicas:  # they loop until cancelled: nothing to wait for
+            task.cancel()
         conversations = list(self._conversations.values())
         self._conversations.clear()
         # All at once: one stuck conversation must not hold up the others' shutdown.
@@ -524,8 +538,13 @@ class Gateway:
         slash = result.kind == "supported"
         name = result.command if slash else None
         agent_name = conv.aliases.get(name.lower(), name) if name else None
+        policy = self.settings.busy_policy
+        if (slash or policy != "queue") and self.journal.shared:
+            if policy == "interrupt" and not slash:
+                await self.journal.cancel_elsewhere(conv.key)
+            elif await self.journal.running_elsewhere(conv.key):  # busy on another replica
+                return await self._finish(sink, result, None, self._failure("busy", name), entry)
         if not conv.try_acquire():
-            policy = self.settings.busy_policy
             if (
                 slash
                 or policy == "reject"
