@@ -46,13 +46,23 @@ class HandlerError(Exception):
 
 
 class SlashCommands:
-    """``ctx.slash_commands``: the entity's materialized command list (static + dynamic)."""
+    """``ctx.slash_commands``: the entity's materialized command list (static + dynamic).
+
+    ``shared``: ``registry`` is the runtime's static one, shared by every session until this
+    one registers a command of its own (a registry per idle conversation is most of its size).
+    """
+
+    __slots__ = ("_on_change", "_registry", "_shared")
 
     def __init__(
-        self, registry: CommandRegistry, on_change: Callable[[tuple[Command, ...]], None]
+        self,
+        registry: CommandRegistry,
+        on_change: Callable[[tuple[Command, ...]], None],
+        shared: bool = False,
     ) -> None:
         self._registry = registry
         self._on_change = on_change
+        self._shared = shared
 
     def get(self, name: str) -> Command | None:
         return self._registry.get(name)
@@ -62,9 +72,13 @@ class SlashCommands:
 
     def dynamic(self) -> tuple[Command, ...]:
         """The commands registered at run time (what a restart must bring back)."""
+        if self._shared:
+            return ()
         return tuple(c for c in self._registry.list() if c.source == "dynamic")
 
     def register(self, command: Command) -> None:
+        if self._shared:
+            self._registry, self._shared = CommandRegistry(self._registry.list()), False
         self._on_change(self._registry.register(command))
 
     def unregister(self, name: str) -> bool:
