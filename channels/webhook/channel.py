@@ -216,6 +216,10 @@ class WebhookChannel(Channel):
     @staticmethod
     def _parse(body: bytes, model: type[Body]) -> Body:
         try:
+            return model.model_validate_json(body)  # a good body: parsed and checked at once
+        except ValidationError:
+            pass  # a bad one is read again below, so that the error says what it always said
+        try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(
@@ -232,16 +236,18 @@ class WebhookChannel(Channel):
     async def post_message(self, request: web.Request) -> web.StreamResponse:
         self._authorize(request)
         uploaded: tuple[Attachment, ...] | None = None
+        fingerprint = ""
         if request.content_type == "multipart/form-data":
             message, uploaded, fingerprint = await self._files(self.files.read_multipart(request))
         else:
             body = await self._read_body(request)
             message = self._parse(body, MessageIn)
-            fingerprint = hashlib.sha256(body).digest().hex()
         streaming = "text/event-stream" in request.headers.get("Accept", "")
         key = request.headers.get("Idempotency-Key")
         idempotency, entry = None, None
         if key:
+            if uploaded is None:
+                fingerprint = hashlib.sha256(body).digest().hex()
             idempotency = Idempotency(key, fingerprint)
             record = {
                 "message": message.model_dump(mode="json"),
@@ -256,7 +262,11 @@ class WebhookChannel(Channel):
             self._running.set(key, asyncio.get_running_loop().create_future())
         try:
             if uploaded is None:
-                uploaded = await self._files(self.files.resolve(message.attachments))
+                uploaded = (
+                    await self._files(self.files.resolve(message.attachments))
+                    if message.attachments
+                    else ()
+                )
             inbound = self._inbound(message, uploaded)
             return await self._answer(request, inbound, streaming, idempotency, entry)
         except BaseException:

@@ -197,65 +197,52 @@ def describe_validation_error(exc: ValidationError) -> str:
     return describe_errors(exc, root="body")
 
 
-def classification_out(result: Classification) -> ClassificationOut:
-    return ClassificationOut(kind=result.kind, command=result.command, args=result.args)
+# The bodies below are the response models' dumps, built directly: they are made for every
+# answer, and the models stay what ``/openapi.json`` documents.
 
 
 def classification_body(result: Classification) -> dict[str, Any]:
-    return classification_out(result).model_dump(mode="json")
+    return {"kind": result.kind, "command": result.command, "args": result.args}
 
 
 def forwarded_body(forwarded: ComposerInputMessage | None) -> dict[str, Any] | None:
     return None if forwarded is None else forwarded.model_dump(mode="json", exclude_none=True)
 
 
-def reply_out(reply: Reply | None) -> ReplyOut | None:
+def reply_body(reply: Reply | None) -> dict[str, Any] | None:
+    """A ``ReplyOut``: ``usage`` only when the runtime reported it."""
     if reply is None:
         return None
+    body: dict[str, Any] = {
+        "text": reply.text,
+        "category": reply.category,
+        "stop_reason": reply.stop_reason,
+    }
     usage = usage_body(reply.usage)
-    return ReplyOut(
-        text=reply.text,
-        category=reply.category,
-        stop_reason=reply.stop_reason,
-        usage=None if usage is None else UsageOut(**usage),
-    )
-
-
-def reply_body(reply: Reply | None) -> dict[str, Any] | None:
-    out = reply_out(reply)
-    return None if out is None else _reply_dump(out)
-
-
-def _reply_dump(reply: ReplyOut) -> dict[str, Any]:
-    body = reply.model_dump(mode="json")
-    if reply.usage is None:
-        del body["usage"]  # only when the runtime reported usage
-    else:
-        body["usage"] = reply.usage.model_dump(mode="json", exclude_none=True)
+    if usage is not None:
+        body["usage"] = UsageOut(**usage).model_dump(mode="json", exclude_none=True)
     return body
 
 
 def accepted_body(
     conversation: str, classification: Classification, forwarded: ComposerInputMessage | None
 ) -> dict[str, Any]:
-    return AcceptedEvent(
-        conversation=conversation,
-        classification=classification_out(classification),
-        forwarded=forwarded,
-    ).model_dump(mode="json")
+    """An ``AcceptedEvent``."""
+    return {
+        "conversation": conversation,
+        "classification": classification_body(classification),
+        "forwarded": forwarded_body(forwarded),
+    }
 
 
 def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
-    out = MessageOut(
-        conversation=conversation,
-        classification=classification_out(outcome.classification),
-        forwarded=outcome.forwarded,
-        reply=reply_out(outcome.reply),
-    )
-    body = out.model_dump(mode="json")
-    if out.reply is not None:
-        body["reply"] = _reply_dump(out.reply)
-    return body
+    """A ``MessageOut``."""
+    return {
+        "conversation": conversation,
+        "classification": classification_body(outcome.classification),
+        "forwarded": forwarded_body(outcome.forwarded),
+        "reply": reply_body(outcome.reply),
+    }
 
 
 def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) -> dict[str, Any]:
