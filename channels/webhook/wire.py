@@ -19,6 +19,7 @@ from pydantic import (
 
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
+from gateway.composer import message_json
 from gateway.events import PermissionOption, PlanEntry, Status
 from gateway.inbound import Outcome, Reply
 from gateway.validation import describe_validation_error as describe_errors
@@ -52,7 +53,8 @@ class MessageIn(BaseModel):
     user: str = Field(min_length=1, max_length=256)
     text: str = ""
     id: str | None = Field(default=None, max_length=256)
-    attachments: list[AttachmentIn] = []
+    # A factory, not ``= []``: pydantic deep-copies a mutable default for every request.
+    attachments: list[AttachmentIn] = Field(default_factory=list, json_schema_extra={"default": []})
 
     @model_validator(mode="after")
     def _something_to_send(self, info: ValidationInfo) -> MessageIn:
@@ -206,7 +208,7 @@ def classification_body(result: Classification) -> dict[str, Any]:
 
 
 def forwarded_body(forwarded: ComposerInputMessage | None) -> dict[str, Any] | None:
-    return None if forwarded is None else forwarded.model_dump(mode="json", exclude_none=True)
+    return None if forwarded is None else message_json(forwarded)
 
 
 def reply_body(reply: Reply | None) -> dict[str, Any] | None:

@@ -222,8 +222,10 @@ def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
     for node in payload.get("nodes") or ():
         kind = node["kind"]
         if kind == "slash_command":
-            source = payload["source"]
-            return node["name"], utf16_slice(source, node["end"], utf16_len(source)).strip()
+            source: str = payload["source"]
+            end = node["end"]  # in UTF-16 units: code points when the text is ASCII
+            rest = source[end:] if source.isascii() else utf16_slice(source, end, utf16_len(source))
+            return node["name"], rest.strip()
         if kind != "text" or node["raw"].strip():
             break
     return None, ""

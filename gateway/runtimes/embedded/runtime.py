@@ -13,6 +13,7 @@ from typing import Any
 from contract import Command, CommandRegistry, categorize, composer_input_problems
 
 from ...attachments import with_parts
+from ...composer import payload_json
 from ...events import (
     Answered,
     ErrorEvent,
@@ -196,9 +197,7 @@ class EmbeddedSession(RuntimeSession):
         await self.definition.handler(ctx)
 
     def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        data = with_parts(
-            turn.message.payload.model_dump(mode="json", exclude_none=True), turn.attachments
-        )
+        data = with_parts(payload_json(turn.message.payload), turn.attachments)
         problems = composer_input_problems(data)
         if problems:
             error = "invalid composer_input: " + "; ".join(problems)
