@@ -6,30 +6,38 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contract import Category, Command, CommandRegistry, categorize
 
+# The wakes are plain dataclasses (one of each per turn; pydantic's validation of what the
+# runtime itself builds was most of their cost); ``TypeAdapter(Wake)`` still validates the
+# RFC's JSON into them.
 
-class InboxMessage(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxMessage:
+    __pydantic_config__ = ConfigDict(populate_by_name=True)
 
     message_type: str
     payload: Any
-    sender: str | None = Field(default=None, alias="from")
+    sender: Annotated[str | None, Field(alias="from")] = None
 
 
-class InboxWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxWake:
     type: Literal["inbox"] = "inbox"
     message: InboxMessage
 
 
-class SpawnWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpawnWake:
     type: Literal["spawn"] = "spawn"
-    args: dict[str, Any] = {}
+    args: dict[str, Any] = field(default_factory=dict)
 
 
-class ScheduleWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleWake:
     type: Literal["schedule"] = "schedule"
     name: str
 
