@@ -292,6 +292,19 @@ class Gateway:
         """The conversation for ``key``, its session open (or given up waiting for), marked in
         use (never evicted meanwhile): the caller must ``conv.users -= 1`` when done.
         """
+        conv = self._enter(key)
+        try:
+            if conv.session is None or not conv.inventory_known.is_set():
+                await self._ready(conv, message)
+        except BaseException:
+            conv.users -= 1
+            raise
+        return conv
+
+    def _enter(self, key: str) -> Conversation:
+        """The conversation for ``key``, made if need be, marked in use; its session may not
+        be open yet (``_use`` waits for it).
+        """
         conv = self._conversations.get(key)
         if conv is None:
             settings = self.settings
@@ -308,13 +321,7 @@ class Gateway:
         else:
             self._conversations.move_to_end(key)
         conv.users += 1
-        try:
-            self._evict()
-            if conv.session is None or not conv.inventory_known.is_set():
-                await self._ready(conv, message)
-        except BaseException:
-            conv.users -= 1
-            raise
+        self._evict()
         return conv
 
     async def _ready(self, conv: Conversation, message: InboundMessage | None) -> None:
@@ -427,8 +434,20 @@ class Gateway:
         """
         started = time.monotonic()
         bound = logs.bind(message.channel, message.conversation, message.message_id)
+        sink = sink or _NO_SINK
         try:
-            outcome = await self._take(message, sink or _NO_SINK, entry)
+            if self.closing:
+                outcome = await self._refuse(message, sink, "the gateway is shutting down", entry)
+            else:
+                # An open conversation's input goes straight on; another waits for its session.
+                conv = self._enter(message.key)
+                try:
+                    if conv.session is None or not conv.inventory_known.is_set():
+                        outcome = await self._take(conv, message, sink, entry)
+                    else:
+                        outcome = await self._handle(conv, message, sink, entry)
+                finally:
+                    conv.users -= 1
             if log.isEnabledFor(logging.INFO):
                 _log_turn(message, outcome, time.monotonic() - started)
         finally:
@@ -468,17 +487,15 @@ class Gateway:
             payload=strict_payload(payload) if self.runtime.strict_names else payload
         )
 
-    async def _take(self, message: InboundMessage, sink: ReplySink, entry: Entry | None) -> Outcome:
-        if self.closing:
-            return await self._refuse(message, sink, "the gateway is shutting down", entry)
+    async def _take(
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """``_handle`` once the conversation's session is open, or given up waiting for."""
         try:
-            conv = await self._use(message.key, message)
+            await self._ready(conv, message)
         except _OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
             return await self._refuse(message, sink, str(exc), entry)
-        try:
-            return await self._handle(conv, message, sink, entry)
-        finally:
-            conv.users -= 1
+        return await self._handle(conv, message, sink, entry)
 
     async def _refuse(
         self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None
@@ -584,10 +601,16 @@ class Gateway:
     ) -> Outcome:
         outcome = Outcome(result, forwarded, reply)
         hooks = _hooks(type(sink))
-        if "final" in hooks:
-            await _safely(sink.final(reply))
-        if "completed" in hooks:
-            await _safely(sink.completed(outcome))
+        try:
+            if "final" in hooks:
+                await sink.final(reply)
+        except Exception:
+            log.exception(_RENDER_FAILED)
+        try:
+            if "completed" in hooks:
+                await sink.completed(outcome)
+        except Exception:
+            log.exception(_RENDER_FAILED)
         if entry is not None:
             await self.journal.finish(entry)
         return outcome
@@ -847,6 +870,7 @@ def _open_error(exc: BaseException | None) -> str:
 _HOOKS = ("accepted", "delta", "queued", "event", "final", "completed")
 _STREAMING = frozenset(("delta", "event"))  # hooks called while a turn runs
 _NO_SINK = ReplySink()
+_RENDER_FAILED = "channel failed to render"
 _HOOKS_OF: dict[type, frozenset[str]] = {}  # by sink class; a handful of classes
 _HOOKS_KEPT = 64
 
@@ -865,4 +889,4 @@ async def _safely(step: Awaitable[None]) -> None:
     try:
         await step
     except Exception:
-        log.exception("channel failed to render")
+        log.exception(_RENDER_FAILED)
