@@ -47,6 +47,9 @@ from .wire import (
 log = logging.getLogger("slashgate.webhook")
 
 T = TypeVar("T")
+# json.dumps' output, without its check for cycles (none in a body built here): an answer's
+# encoding is a good part of the request's cost.
+_encode = json.JSONEncoder(check_circular=False).encode
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -286,7 +289,8 @@ class WebhookChannel(Channel):
             return await self._stream(request, message, idempotency, entry)
         sink = AnswerSink(self, message.conversation, idempotency)
         outcome = await self.gateway.handle(message, sink, entry)
-        return web.json_response(sink.body or outcome_body(message.conversation, outcome))
+        body = sink.body or outcome_body(message.conversation, outcome)
+        return web.json_response(body, dumps=_encode)
 
     async def _journal(
         self, conversation: str, idempotency: Idempotency, record: dict[str, Any]
