@@ -271,26 +271,16 @@ class WebhookChannel(Channel):
                     else ()
                 )
             inbound = self._inbound(message, uploaded)
-            return await self._answer(request, inbound, streaming, idempotency, entry)
+            if streaming:
+                return await self._stream(request, inbound, idempotency, entry)
+            sink = AnswerSink(self, inbound.conversation, idempotency)
+            outcome = await self.gateway.handle(inbound, sink, entry)
+            answer = sink.body or outcome_body(inbound.conversation, outcome)
+            return web.json_response(answer, dumps=_encode)
         except BaseException:
             if idempotency is not None and entry is not None:
                 await self._forget(idempotency, entry)
             raise
-
-    async def _answer(
-        self,
-        request: web.Request,
-        message: InboundMessage,
-        streaming: bool,
-        idempotency: Idempotency | None,
-        entry: Entry | None,
-    ) -> web.StreamResponse:
-        if streaming:
-            return await self._stream(request, message, idempotency, entry)
-        sink = AnswerSink(self, message.conversation, idempotency)
-        outcome = await self.gateway.handle(message, sink, entry)
-        body = sink.body or outcome_body(message.conversation, outcome)
-        return web.json_response(body, dumps=_encode)
 
     async def _journal(
         self, conversation: str, idempotency: Idempotency, record: dict[str, Any]

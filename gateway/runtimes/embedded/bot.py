@@ -54,9 +54,11 @@ class Context:
         data: dict[str, Any] = self._inner.state.setdefault(DATA, {})
         return data
 
-    async def reply(self, text: str) -> None:
-        """Add ``text`` to the reply; channels show it as it streams. Markdown."""
-        await self._inner.reply(text)
+    def reply(self, text: str) -> Awaitable[None]:
+        """``await ctx.reply(text)``: add ``text`` to the reply; channels show it as it
+        streams. Markdown.
+        """
+        return self._inner.reply(text)
 
     def add_command(
         self,

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Generator
 from typing import Any
 
 from contract import Command, CommandRegistry, categorize, composer_input_problems
@@ -188,13 +188,15 @@ class EmbeddedSession(RuntimeSession):
         self._publish(self.commands.list())
         await self._wake(SpawnWake(), None)
 
-    async def _wake(self, wake: Wake, events: _Events | None) -> None:
+    def _wake(self, wake: Wake, events: _Events | None) -> Awaitable[None]:
+        """The handler's run of one wake (its coroutine, awaited by the caller)."""
+
         async def reply(text: str) -> None:
             if events is not None and text:
                 events.put(MessageDelta(text))
 
         ctx = HandlerContext(self.entity_id, wake, self.commands, self.state, reply, self.key)
-        await self.definition.handler(ctx)
+        return self.definition.handler(ctx)
 
     def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
         data = with_parts(payload_json(turn.message.payload), turn.attachments)
