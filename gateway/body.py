@@ -10,6 +10,7 @@ headers said.
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 
 from aiohttp import web
@@ -36,7 +37,9 @@ def _too_large(limit: int) -> BodyError:
 
 def content_coding(request: web.Request) -> str:
     """The coding applied to the body (``identity`` when none), or BodyError 415."""
-    header = request.headers.get("Content-Encoding", "")
+    header = request.headers.get("Content-Encoding")
+    if not header:  # the usual case
+        return "identity"
     codings = [c.strip().lower() for c in header.split(",")]
     codings = [c for c in codings if c and c != "identity"]
     if not codings:
@@ -56,20 +59,35 @@ async def read_body(request: web.Request, limit: int) -> bytes:
     for an unknown encoding, 400 for a body that ends early or does not decode.
     """
     coding = content_coding(request)
-    if request.content_length is not None and request.content_length > limit:
+    length = request.content_length
+    if length is not None and length > limit:
         raise _too_large(limit)
-    raw = bytearray()
     try:
-        # Not content.read(n): it returns what has arrived so far, not n bytes.
-        async for chunk in request.content.iter_any():
-            raw += chunk
-            if len(raw) > limit:
-                raise _too_large(limit)
-    except (RequestPayloadError, HttpProcessingError, ConnectionError) as exc:
+        if length is not None:  # announced: aiohttp's parser delivers that much, no more
+            raw = await request.content.readexactly(length)
+        else:
+            raw = await _chunked(request, limit)
+    except (
+        RequestPayloadError,
+        HttpProcessingError,
+        ConnectionError,
+        asyncio.IncompleteReadError,
+    ) as exc:
         raise BodyError(400, "incomplete_body", f"request body could not be read: {exc}") from None
     if coding == "identity":
-        return bytes(raw)
-    return _decode(coding, bytes(raw), limit)
+        return raw
+    return _decode(coding, raw, limit)
+
+
+async def _chunked(request: web.Request, limit: int) -> bytes:
+    """A body of no announced length, counted as it arrives."""
+    raw = bytearray()
+    # Not content.read(n): it returns what has arrived so far, not n bytes.
+    async for chunk in request.content.iter_any():
+        raw += chunk
+        if len(raw) > limit:
+            raise _too_large(limit)
+    return bytes(raw)
 
 
 def _decode(coding: str, data: bytes, limit: int) -> bytes:

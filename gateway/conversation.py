@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -15,6 +15,7 @@ from contract import Catalog, Command, SlashContract
 from .events import SessionUpdated, UsageReported
 from .host import RESERVED
 from .inventory import hygienic
+from .metrics import TurnMetrics
 from .runtimes.base import Runtime, RuntimeSession, SessionInfo
 
 log = logging.getLogger("slashgate.core")
@@ -72,6 +73,32 @@ class RunState:
 
 
 class Conversation:
+    # Slots: there is one per conversation the gateway remembers (``max_sessions``).
+    __slots__ = (
+        "_contract",
+        "_inventory_wait",
+        "_on_inventory",
+        "_on_open",
+        "_open_timeout",
+        "_opened_before",
+        "_opening",
+        "_owned",
+        "_waiters",
+        "after_cancel",
+        "aliases",
+        "info",
+        "inventory_due",
+        "inventory_known",
+        "key",
+        "open_started",
+        "permissions",
+        "run",
+        "runtime",
+        "session",
+        "turns",
+        "users",
+    )
+
     def __init__(
         self,
         key: str,
@@ -80,8 +107,10 @@ class Conversation:
         open_timeout: float = 120.0,
         inventory_wait: float = 5.0,
         on_open: Callable[[bool], None] | None = None,
+        turns: TurnMetrics | None = None,
     ) -> None:
         self.key = key
+        self.turns = turns  # this conversation's turn histograms (a gateway's metrics)
         self.runtime = runtime
         self._on_inventory = on_inventory
         self._open_timeout = open_timeout
@@ -93,10 +122,10 @@ class Conversation:
         self.inventory_known = Flag()
         self.open_started = 0.0  # loop time the session's (last) open began
         self.inventory_due = 0.0  # loop time until which inputs wait for the first command list
-        self._opening: asyncio.Task[RuntimeSession] | None = None
+        self._opening: asyncio.Future[RuntimeSession] | None = None  # None once open
         self.run: RunState | None = None
-        # Pending permission requests: id -> the option ids offered.
-        self.permissions: OrderedDict[str, frozenset[str]] = OrderedDict()
+        # Pending permission requests: id -> the option ids offered, oldest first.
+        self.permissions: dict[str, frozenset[str]] = {}
         self.aliases: dict[str, str] = {}  # inventory name -> the agent's own (hygiene)
         self.after_cancel = False  # the last turn ended cancelled
         self.users = 0  # inputs being handled right now: never evicted meanwhile
@@ -108,7 +137,7 @@ class Conversation:
 
     # -- runtime session ------------------------------------------------------------------
 
-    def opening(self) -> asyncio.Task[RuntimeSession]:
+    def opening(self) -> asyncio.Future[RuntimeSession]:
         """The session's open: started on first need in a task of its own and shared by every
         input that waits for it, so that a runtime slow to open (or one that never does) holds
         up this conversation's inputs only, each within its own deadline. It gives up after
@@ -119,6 +148,10 @@ class Conversation:
         task = self._opening
         if task is None:
             loop = asyncio.get_running_loop()
+            if self.session is not None:  # open: its finished task is not kept
+                done: asyncio.Future[RuntimeSession] = loop.create_future()
+                done.set_result(self.session)
+                return done
             self.open_started = loop.time()
             self.inventory_due = self.open_started + self._inventory_wait
             task = self._opening = loop.create_task(self._open())
@@ -138,14 +171,14 @@ class Conversation:
         self._opened_before = True
         return session
 
-    def _opened(self, task: asyncio.Task[RuntimeSession]) -> None:
+    def _opened(self, task: asyncio.Future[RuntimeSession]) -> None:
         if task.cancelled():  # by reset, which forgot it already
             return
         exc = task.exception()  # retrieved here: the inputs that waited may all have left
+        if self._opening is task:
+            self._opening = None  # open (an idle conversation keeps no task), or to try again
         if exc is None:
             return
-        if self._opening is task:
-            self._opening = None
         if isinstance(exc, TimeoutError):
             log.warning("no runtime session for %s after %ss", self.key, self._open_timeout)
         else:
@@ -252,7 +285,7 @@ class Conversation:
     def remember_permission(self, request_id: str, options: frozenset[str]) -> None:
         self.permissions[request_id] = options
         while len(self.permissions) > PERMISSION_WINDOW:
-            self.permissions.popitem(last=False)
+            del self.permissions[next(iter(self.permissions))]
 
 
 @lru_cache(maxsize=SHARED_CONTRACTS)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -25,6 +25,7 @@ from .attachments import FILES_NOT_SENT
 from .config import Settings
 from .conversation import Conversation, RunState
 from .events import (
+    Answered,
     ErrorEvent,
     MessageDelta,
     MessageEnd,
@@ -89,6 +90,7 @@ class Gateway:
         self._conversation_listeners: list[ConversationListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
         self._background = BackgroundTasks()
+        self._replicas: tuple[asyncio.Task[None], ...] = ()  # replica watch and cancel listener
         self.closing = False
         self._closed = asyncio.Event()  # set with ``closing``: inputs stop waiting for a session
         self.labelers: dict[str, Labeler] = {}  # channel name -> its spelling of commands
@@ -132,7 +134,12 @@ class Gateway:
         """
         await self._recover(starting=True)
         if self.journal.shared:
-            self._background.spawn(self._watch_replicas(), name="slashgate-replicas")
+            self._replicas = (
+                self._background.spawn(self._watch_replicas(), name="slashgate-replicas"),
+                self._background.spawn(
+                    self.journal.cancels(self._cancel_asked), name="slashgate-cancels"
+                ),
+            )
 
     async def _watch_replicas(self) -> None:
         while not self.closing:
@@ -142,6 +149,12 @@ class Gateway:
                 await self._recover(starting=False)
             except StoreUnavailable as exc:
                 log.warning("replica watch: %s", exc)
+
+    def _cancel_asked(self, key: str) -> None:
+        """Another replica took a /cancel for a conversation whose turn runs here."""
+        conv = self._conversations.get(key)
+        if conv is not None and conv.run is not None:
+            self._background.spawn(self.stop_run(conv))
 
     async def _recover(self, starting: bool) -> None:
         conversations: dict[str, list[Entry]] = {}
@@ -213,6 +226,8 @@ class Gateway:
     async def stop(self) -> None:
         self.closing = True
         self._closed.set()
+        for task in self._replicas:  # they loop until cancelled: nothing to wait for
+            task.cancel()
         conversations = list(self._conversations.values())
         self._conversations.clear()
         # All at once: one stuck conversation must not hold up the others' shutdown.
@@ -291,6 +306,19 @@ class Gateway:
         """The conversation for ``key``, its session open (or given up waiting for), marked in
         use (never evicted meanwhile): the caller must ``conv.users -= 1`` when done.
         """
+        conv = self._enter(key)
+        try:
+            if conv.session is None or not conv.inventory_known.is_set():
+                await self._ready(conv, message)
+        except BaseException:
+            conv.users -= 1
+            raise
+        return conv
+
+    def _enter(self, key: str) -> Conversation:
+        """The conversation for ``key``, made if need be, marked in use; its session may not
+        be open yet (``_use`` waits for it).
+        """
         conv = self._conversations.get(key)
         if conv is None:
             settings = self.settings
@@ -301,18 +329,13 @@ class Gateway:
                 settings.open_timeout,
                 settings.inventory_wait,
                 self._session_opened,
+                self.metrics.turns(key.partition(":")[0], self.runtime.name),
             )
             self._conversations[key] = conv
         else:
             self._conversations.move_to_end(key)
         conv.users += 1
-        try:
-            self._evict()
-            if conv.session is None or not conv.inventory_known.is_set():
-                await self._ready(conv, message)
-        except BaseException:
-            conv.users -= 1
-            raise
+        self._evict()
         return conv
 
     async def _ready(self, conv: Conversation, message: InboundMessage | None) -> None:
@@ -424,14 +447,23 @@ class Gateway:
         its journal entry (``accept``), dropped once the reply is delivered.
         """
         started = time.monotonic()
-        bound = logs.bind(
-            channel=message.channel,
-            conversation=message.conversation,
-            message_id=message.message_id,
-        )
+        bound = logs.bind(message.channel, message.conversation, message.message_id)
+        sink = sink or _NO_SINK
         try:
-            outcome = await self._take(message, sink or ReplySink(), entry)
-            _log_turn(message, outcome, time.monotonic() - started)
+            if self.closing:
+                outcome = await self._refuse(message, sink, "the gateway is shutting down", entry)
+            else:
+                # An open conversation's input goes straight on; another waits for its session.
+                conv = self._enter(message.key)
+                try:
+                    if conv.session is None or not conv.inventory_known.is_set():
+                        outcome = await self._take(conv, message, sink, entry)
+                    else:
+                        outcome = await self._handle(conv, message, sink, entry)
+                finally:
+                    conv.users -= 1
+            if log.isEnabledFor(logging.INFO):
+                _log_turn(message, outcome, time.monotonic() - started)
         finally:
             logs.reset(bound)
         self.metrics.handled(message.channel, outcome)
@@ -469,17 +501,15 @@ class Gateway:
             payload=strict_payload(payload) if self.runtime.strict_names else payload
         )
 
-    async def _take(self, message: InboundMessage, sink: ReplySink, entry: Entry | None) -> Outcome:
-        if self.closing:
-            return await self._refuse(message, sink, "the gateway is shutting down", entry)
+    async def _take(
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """``_handle`` once the conversation's session is open, or given up waiting for."""
         try:
-            conv = await self._use(message.key, message)
+            await self._ready(conv, message)
         except _OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
             return await self._refuse(message, sink, str(exc), entry)
-        try:
-            return await self._handle(conv, message, sink, entry)
-        finally:
-            conv.users -= 1
+        return await self._handle(conv, message, sink, entry)
 
     async def _refuse(
         self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None
@@ -524,28 +554,35 @@ class Gateway:
         slash = result.kind == "supported"
         name = result.command if slash else None
         agent_name = conv.aliases.get(name.lower(), name) if name else None
+        policy = self.settings.busy_policy
+        if (slash or policy != "queue") and self.journal.shared:
+            if policy == "interrupt" and not slash:
+                await self.journal.cancel_elsewhere(conv.key)
+            elif await self.journal.running_elsewhere(conv.key):  # busy on another replica
+                return await self._finish(sink, result, None, self._failure("busy", name), entry)
+        hooks = _hooks(type(sink))
         if not conv.try_acquire():
-            policy = self.settings.busy_policy
             if (
                 slash
                 or policy == "reject"
                 or (policy == "queue" and conv.queued >= self.settings.max_queue)
             ):
                 return await self._finish(sink, result, None, self._failure("busy", name), entry)
-            await _safely(sink.accepted(result, forwarded))
-            if policy == "queue":
+            if "accepted" in hooks:
+                await _safely(sink.accepted(result, forwarded))
+            if policy == "queue" and "queued" in hooks:
                 await _safely(sink.queued(conv.queued + 1))
             if policy == "interrupt":
                 await self.stop_run(conv)
             await conv.acquire(front=policy == "interrupt")
-        else:
+        elif "accepted" in hooks:
             await _safely(sink.accepted(result, forwarded))
         # The slot is held until the reply is delivered: the next turn of this conversation
         # may not reply before it.
         held: Held | None = None
         holder: asyncio.Task[None] | None = None
         try:
-            if not self.closing:
+            if not self.closing and self.journal.shared:
                 held = await self.journal.turn(conv.key, entry, lambda: self.closing)
             if self.closing:
                 reply = self._failure("generic", name, "the gateway is shutting down")
@@ -558,7 +595,7 @@ class Gateway:
                 if entry is not None:
                     entry.state, entry.command = "running", name
                     await self.journal.mark(entry, held.lease if held else None)
-                reply = await self._run(conv, turn, sink)
+                reply = await self._run(conv, turn, sink, hooks)
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await self.journal.mark(entry, held.lease if held else None)
@@ -569,7 +606,8 @@ class Gateway:
         finally:
             if holder is not None:
                 holder.cancel()
-            await self.journal.release(held)
+            if held is not None:
+                await self.journal.release(held)
             conv.release()
 
     async def _finish(
@@ -581,8 +619,17 @@ class Gateway:
         entry: Entry | None = None,
     ) -> Outcome:
         outcome = Outcome(result, forwarded, reply)
-        await _safely(sink.final(reply))
-        await _safely(sink.completed(outcome))
+        hooks = _hooks(type(sink))
+        try:
+            if "final" in hooks:
+                await sink.final(reply)
+        except Exception:
+            log.exception(_RENDER_FAILED)
+        try:
+            if "completed" in hooks:
+                await sink.completed(outcome)
+        except Exception:
+            log.exception(_RENDER_FAILED)
         if entry is not None:
             await self.journal.finish(entry)
         return outcome
@@ -599,16 +646,28 @@ class Gateway:
         text = self._base.failure(category, name, error)
         return Reply(text, category, slash=name is not None)
 
-    async def _run(self, conv: Conversation, turn: Turn, sink: ReplySink) -> Reply:
+    async def _run(
+        self, conv: Conversation, turn: Turn, sink: ReplySink, hooks: frozenset[str]
+    ) -> Reply:
         state = RunState(turn.command, task=asyncio.current_task())
         conv.run = state
-        bound = logs.bind(turn_id=logs.new_turn_id())
+        bound = logs.bind_turn()
         try:
+            events: AsyncIterator[RuntimeEvent] | None = None
+            if conv.session is not None:
+                try:
+                    events = conv.session.run(turn)
+                except Exception as exc:
+                    return self._crashed(conv, turn.command, exc)
+                # A turn the runtime answered at once, for a sink that streams nothing: read
+                # here and now, without a deadline (nothing is awaited) or a pass of the loop.
+                if type(events) is Answered and not hooks & _STREAMING:
+                    return self._answered(conv, state, events)
             # Consumed in this task (no extra task per turn): the deadline cancels it here.
             async with asyncio.timeout(self.settings.run_timeout) as deadline:
-                if conv.session is None:  # still opening, or closed by /new meanwhile
+                if events is None:  # still opening, or closed by /new meanwhile
                     await self._session(conv, deadline)
-                return await self._consume(conv, turn, sink, state)
+                return await self._consume(conv, turn, sink, state, events, hooks)
         except _OpenFailed as exc:
             return self._failure(self._base.categorize(str(exc)), turn.command, str(exc))
         except asyncio.CancelledError:
@@ -628,23 +687,49 @@ class Gateway:
             conv.run = None
             state.done.set()
             logs.reset(bound)
-            self.metrics.turn_ended(conv.key, self.runtime.name, time.monotonic() - state.started)
+            if conv.turns is not None:
+                conv.turns.seconds.observe(time.monotonic() - state.started)
+
+    def _answered(self, conv: Conversation, state: RunState, events: Answered) -> Reply:
+        """``_consume`` of a whole stream at hand, for a sink without streaming hooks."""
+        for event in events.events:
+            if isinstance(event, MessageDelta):
+                self._delta(conv, state, event)
+            elif isinstance(event, MessageEnd):
+                return self._end_reply(conv, state, event.stop_reason)
+            elif isinstance(event, ErrorEvent):
+                return self._failure(event.category, state.command, event.message)
+            elif isinstance(event, SessionUpdated):
+                conv.apply(event)
+            else:
+                self._note(conv, state, event)
+        return self._end_reply(conv, state, "cancelled" if state.stopping else "end_turn")
+
+    def _delta(self, conv: Conversation, state: RunState, event: MessageDelta) -> None:
+        if not state.parts and conv.turns is not None:
+            conv.turns.first_delta.observe(time.monotonic() - state.started)
+        state.parts.append(event.text)
 
     async def _consume(
-        self, conv: Conversation, turn: Turn, sink: ReplySink, state: RunState
+        self,
+        conv: Conversation,
+        turn: Turn,
+        sink: ReplySink,
+        state: RunState,
+        events: AsyncIterator[RuntimeEvent] | None,
+        hooks: frozenset[str],
     ) -> Reply:
         assert conv.session is not None
         name = turn.command
         try:
-            events = conv.session.run(turn)
+            if events is None:
+                events = conv.session.run(turn)
             try:
                 async for event in events:
                     if isinstance(event, MessageDelta):
-                        if not state.parts:
-                            elapsed = time.monotonic() - state.started
-                            self.metrics.first_delta(conv.key, self.runtime.name, elapsed)
-                        state.parts.append(event.text)
-                        await _safely(sink.delta(event.text))
+                        self._delta(conv, state, event)
+                        if "delta" in hooks:
+                            await _safely(sink.delta(event.text))
                     elif isinstance(event, MessageEnd):
                         return self._end_reply(conv, state, event.stop_reason)
                     elif isinstance(event, ErrorEvent):
@@ -652,7 +737,7 @@ class Gateway:
                     elif isinstance(event, SessionUpdated):
                         conv.apply(event)
                     else:
-                        await self._show(conv, state, sink, event)
+                        await self._show(conv, state, sink, event, hooks)
             finally:
                 # Closed now, not whenever it is collected: its clean-up (cancelling its own
                 # work) must not run into the next turn.
@@ -665,17 +750,32 @@ class Gateway:
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return self._end_reply(conv, state, "cancelled")
         except Exception as exc:  # a runtime failure is one user-facing message, never a crash
-            log.exception("runtime failed in %s", conv.key)
-            self.metrics.runtime_crashed(self.runtime.name, "turn")
-            return self._failure(
-                self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__
-            )
+            return self._crashed(conv, name, exc)
         return self._end_reply(conv, state, "cancelled" if state.stopping else "end_turn")
 
+    def _crashed(self, conv: Conversation, name: str | None, exc: Exception) -> Reply:
+        log.exception("runtime failed in %s", conv.key, exc_info=exc)
+        self.metrics.runtime_crashed(self.runtime.name, "turn")
+        return self._failure(self._base.categorize(str(exc)), name, str(exc) or type(exc).__name__)
+
     async def _show(
-        self, conv: Conversation, state: RunState, sink: ReplySink, event: RuntimeEvent
+        self,
+        conv: Conversation,
+        state: RunState,
+        sink: ReplySink,
+        event: RuntimeEvent,
+        hooks: frozenset[str],
     ) -> None:
         """A tool, plan, reasoning, usage, permission or status event: to the channel."""
+        self._note(conv, state, event)
+        if "event" not in hooks:
+            return
+        await _safely(sink.event(event))
+        if isinstance(event, PermissionRequired):
+            await _safely(sink.event(StatusChanged("waiting_for_permission", event.title)))
+
+    def _note(self, conv: Conversation, state: RunState, event: RuntimeEvent) -> None:
+        """What the core keeps of an event besides the text."""
         if isinstance(event, UsageReported):
             state.usage = event if state.usage is None else state.usage.merged(event)
         elif isinstance(event, ToolStart | PlanUpdated):
@@ -683,9 +783,6 @@ class Gateway:
         elif isinstance(event, PermissionRequired):  # answerable once the channel shows it
             options = frozenset(o.option_id for o in event.options)
             conv.remember_permission(event.request_id, options)
-        await _safely(sink.event(event))
-        if isinstance(event, PermissionRequired):
-            await _safely(sink.event(StatusChanged("waiting_for_permission", event.title)))
 
     def _end_reply(self, conv: Conversation, state: RunState, stop_reason: str) -> Reply:
         text = "".join(state.parts)
@@ -788,9 +885,27 @@ def _open_error(exc: BaseException | None) -> str:
     return str(exc) or type(exc).__name__
 
 
+# A sink's hooks that its class implements: the others do nothing, and are not called.
+_HOOKS = ("accepted", "delta", "queued", "event", "final", "completed")
+_STREAMING = frozenset(("delta", "event"))  # hooks called while a turn runs
+_NO_SINK = ReplySink()
+_RENDER_FAILED = "channel failed to render"
+_HOOKS_OF: dict[type, frozenset[str]] = {}  # by sink class; a handful of classes
+_HOOKS_KEPT = 64
+
+
+def _hooks(kind: type) -> frozenset[str]:
+    hooks = _HOOKS_OF.get(kind)
+    if hooks is None:
+        hooks = frozenset(n for n in _HOOKS if getattr(kind, n) is not getattr(ReplySink, n))
+        if len(_HOOKS_OF) < _HOOKS_KEPT:
+            _HOOKS_OF[kind] = hooks
+    return hooks
+
+
 async def _safely(step: Awaitable[None]) -> None:
     """A channel's rendering failure must not end the run: log it and go on."""
     try:
         await step
     except Exception:
-        log.exception("channel failed to render")
+        log.exception(_RENDER_FAILED)

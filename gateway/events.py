@@ -168,3 +168,25 @@ RuntimeEvent = (
     | UsageReported
     | ErrorEvent
 )
+
+
+class Answered:
+    """A turn's whole stream, known when ``RuntimeSession.run`` returns it: the runtime
+    answered without waiting for anything. The core then reads the events in place (no
+    deadline, no pass of the event loop); anyone else iterates it as the stream it is.
+    """
+
+    __slots__ = ("_next", "events")
+
+    def __init__(self, events: list[RuntimeEvent]) -> None:
+        self.events = events
+        self._next = 0
+
+    def __aiter__(self) -> Answered:
+        return self
+
+    async def __anext__(self) -> RuntimeEvent:
+        if self._next >= len(self.events):
+            raise StopAsyncIteration
+        self._next += 1
+        return self.events[self._next - 1]

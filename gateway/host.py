@@ -81,7 +81,7 @@ async def _new(gateway: Gateway, conv: Conversation, result: Classification) -> 
 
 
 async def _cancel(gateway: Gateway, conv: Conversation, result: Classification) -> str:
-    if await gateway.stop_run(conv):
+    if await gateway.stop_run(conv) or await gateway.journal.cancel_elsewhere(conv.key):
         return "Cancelled the running turn."
     return "Nothing is running."
 

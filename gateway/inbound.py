@@ -61,7 +61,9 @@ class Outcome:
 
 class ReplySink:
     """A channel's renderer for one input. The core calls ``final`` exactly once per input it
-    does not drop; the other hooks stream what happens before it.
+    does not drop; the other hooks stream what happens before it. A hook the sink's class
+    does not override is not called at all (a turn for a sink without ``delta`` and
+    ``event`` may then run without a pass of the event loop).
     """
 
     async def accepted(

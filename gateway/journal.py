@@ -7,6 +7,8 @@ start-up (and, with several replicas, whenever a replica dies) what is left is r
 ``answered`` is delivered. With a shared store, a conversation's turns run under a lease
 (``conversation:<key>``) in journal order, whichever replica took each input; every replica
 holds ``replica:<id>`` while it lives, so the others can tell a dead owner from a slow one.
+Another replica's turn makes a slash command busy here too, and ``/cancel`` reaches it over
+the store's messages.
 """
 
 from __future__ import annotations
@@ -230,6 +232,39 @@ class Journal:
         finally:
             await self.release(lease)
 
+    # -- a conversation's turn on another replica ------------------------------------------
+
+    async def running_elsewhere(self, conversation: str) -> bool:
+        """Whether another replica holds the conversation's turn now (shared stores only)."""
+        if not self.shared:
+            return False
+        holder = await self.store.holder(_turn_name(conversation))
+        return holder is not None and holder != self.replica
+
+    async def cancel_elsewhere(self, conversation: str) -> bool:
+        """Ask the replica running the conversation's turn to cancel it; False when no other
+        replica runs one.
+        """
+        if not await self.running_elsewhere(conversation):
+            return False
+        await self.store.publish(_CANCELS, conversation)
+        return True
+
+    async def cancels(self, cancel: Callable[[str], object]) -> None:
+        """Call ``cancel(conversation)`` for each cancel another replica asks for, until
+        cancelled; listening again, with backoff, whenever the store drops the subscription.
+        """
+        delay = _POLL_START
+        while True:
+            try:
+                async for conversation in self.store.listen(_CANCELS):
+                    delay = _POLL_START
+                    cancel(conversation)
+            except StoreUnavailable as exc:
+                log.warning("listening for cancels: %s", exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _POLL_CAP)
+
     async def release(self, lease: Lease | Held | None) -> None:
         if isinstance(lease, Held):
             lease = lease.lease
@@ -239,6 +274,9 @@ class Journal:
             await self.store.release(lease)
         except StoreUnavailable as exc:  # it expires by itself
             log.warning("cannot release the lease of %s: %s", lease.name, exc)
+
+
+_CANCELS = "cancel"  # the topic: a conversation key, whose running turn is to be cancelled
 
 
 def _turn_name(conversation: str) -> str:

@@ -25,16 +25,49 @@ LogFormat = Literal["text", "json"]
 FIELDS = ("channel", "conversation", "turn_id", "message_id")
 MASK = "[secret]"
 MIN_SECRET = 4  # shorter values would mask ordinary words; no real token is that short
-_context: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+
+
+class Bound:
+    """What the current task's log lines are about: one input (channel, conversation,
+    message_id) and, while its turn runs, a turn id. Made once per input; the fields are
+    assembled, and the turn id drawn, only when a line is written.
+    """
+
+    __slots__ = ("_fields", "_turn", "_turn_id")
+
+    def __init__(self, fields: dict[str, str], turn: bool = False) -> None:
+        self._fields = fields
+        self._turn = turn
+        self._turn_id: str | None = None
+
+    def fields(self) -> dict[str, str]:
+        if not self._turn:
+            return self._fields
+        if self._turn_id is None:
+            self._turn_id = new_turn_id()
+        return {**self._fields, "turn_id": self._turn_id}
+
+
+_context: contextvars.ContextVar[Bound | None] = contextvars.ContextVar(
     "slashgate_log_context", default=None
 )
-Token = contextvars.Token[dict[str, str] | None]
+Token = contextvars.Token[Bound | None]
 
 
-def bind(**fields: str | None) -> Token:
-    """Add fields (``FIELDS``) to the current context's log lines until ``reset(token)``."""
-    current = _context.get() or {}
-    return _context.set({**current, **{k: v for k, v in fields.items() if v is not None}})
+def bind(channel: str, conversation: str, message_id: str | None = None) -> Token:
+    """Log lines are about this input until ``reset(token)``."""
+    fields = {"channel": channel, "conversation": conversation}
+    if message_id is not None:
+        fields["message_id"] = message_id
+    return _context.set(Bound(fields))
+
+
+def bind_turn() -> Token:
+    """Log lines are about the bound input's turn (a new turn id) until ``reset(token)``.
+    Tasks started meanwhile keep the same turn id.
+    """
+    current = _context.get()
+    return _context.set(Bound(current._fields if current else {}, turn=True))
 
 
 def reset(token: Token) -> None:
@@ -43,10 +76,6 @@ def reset(token: Token) -> None:
 
 def new_turn_id() -> str:
     return uuid.uuid4().hex[:16]
-
-
-def context() -> dict[str, str]:
-    return dict(_context.get() or {})
 
 
 class Secrets:
@@ -136,9 +165,9 @@ class _Context(logging.Filter):
     """Copies the context fields onto the record (the formatter runs in the same task)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        fields = _context.get()
-        if fields:
-            record.slashgate = fields
+        bound = _context.get()
+        if bound is not None:
+            record.slashgate = bound.fields()
         return True
 
 

@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import (
@@ -35,10 +36,23 @@ StoreObserver = Callable[[str, float], None]
 """Called with (operation, seconds) after each operation of a store."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnMetrics:
+    """The turn histograms of one channel and runtime (``Metrics.turns``), looked up once
+    per conversation rather than per turn.
+    """
+
+    seconds: Any  # slashgate_turn_seconds{channel, runtime}
+    first_delta: Any  # slashgate_turn_first_delta_seconds{channel, runtime}
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # (channel, classification, reply category) -> the children ``handled`` moves.
+        self._handled: dict[tuple[str, str, str | None], tuple[Any, Any]] = {}
+        self._turns: dict[tuple[str, str], TurnMetrics] = {}
         self.inputs = Counter(
             "slashgate_inputs",
             "Inputs handled, by channel and contract classification.",
@@ -147,15 +161,28 @@ class Metrics:
         return child
 
     def handled(self, channel: str, outcome: Outcome) -> None:
-        self._labelled(self.inputs, channel, outcome.classification.kind).inc()
-        if outcome.reply is not None:
-            self._labelled(self.replies, channel, outcome.reply.category or "ok").inc()
+        reply = outcome.reply
+        # "" for no reply: a category None means success ("ok").
+        key = (channel, outcome.classification.kind, "" if reply is None else reply.category)
+        children = self._handled.get(key)
+        if children is None:
+            inputs = self._labelled(self.inputs, channel, key[1])
+            category = key[2] or "ok"
+            replies = None if reply is None else self._labelled(self.replies, channel, category)
+            children = self._handled[key] = (inputs, replies)
+        children[0].inc()
+        if children[1] is not None:
+            children[1].inc()
 
-    def turn_ended(self, key: str, runtime: str, seconds: float) -> None:
-        self._labelled(self.turn_seconds, _channel(key), runtime).observe(seconds)
-
-    def first_delta(self, key: str, runtime: str, seconds: float) -> None:
-        self._labelled(self.first_delta_seconds, _channel(key), runtime).observe(seconds)
+    def turns(self, channel: str, runtime: str) -> TurnMetrics:
+        """The turn histograms of conversations on ``channel`` served by ``runtime``."""
+        turns = self._turns.get((channel, runtime))
+        if turns is None:
+            turns = self._turns[channel, runtime] = TurnMetrics(
+                self._labelled(self.turn_seconds, channel, runtime),
+                self._labelled(self.first_delta_seconds, channel, runtime),
+            )
+        return turns
 
     def session_opened(self, runtime: str, again: bool) -> None:
         self._labelled(self.runtime_starts, runtime).inc()
@@ -215,7 +242,3 @@ def http_outcome(status: int) -> str:
     if status >= 400:
         return "client_error"
     return "ok"
-
-
-def _channel(key: str) -> str:
-    return key.partition(":")[0]

@@ -173,6 +173,8 @@ def _warn_of_a_missing_agent(settings: Settings) -> None:
 def _describe_store(settings: Settings) -> str:
     if settings.store == "sqlite":
         return f"sqlite ({settings.state_path})"
+    if settings.store == "redis":  # not the URL: it may hold a password
+        return f"redis (shared by the replicas; this one is {settings.replica_id or 'unnamed'})"
     return f"memory (at most {settings.memory_store_size} keys, lost on restart)"
 
 

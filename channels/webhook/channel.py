@@ -47,6 +47,9 @@ from .wire import (
 log = logging.getLogger("slashgate.webhook")
 
 T = TypeVar("T")
+# json.dumps' output, without its check for cycles (none in a body built here): an answer's
+# encoding is a good part of the request's cost.
+_encode = json.JSONEncoder(check_circular=False).encode
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -216,6 +219,10 @@ class WebhookChannel(Channel):
     @staticmethod
     def _parse(body: bytes, model: type[Body]) -> Body:
         try:
+            return model.model_validate_json(body)  # a good body: parsed and checked at once
+        except ValidationError:
+            pass  # a bad one is read again below, so that the error says what it always said
+        try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ApiError(
@@ -232,16 +239,18 @@ class WebhookChannel(Channel):
     async def post_message(self, request: web.Request) -> web.StreamResponse:
         self._authorize(request)
         uploaded: tuple[Attachment, ...] | None = None
+        fingerprint = ""
         if request.content_type == "multipart/form-data":
             message, uploaded, fingerprint = await self._files(self.files.read_multipart(request))
         else:
             body = await self._read_body(request)
             message = self._parse(body, MessageIn)
-            fingerprint = hashlib.sha256(body).digest().hex()
         streaming = "text/event-stream" in request.headers.get("Accept", "")
         key = request.headers.get("Idempotency-Key")
         idempotency, entry = None, None
         if key:
+            if uploaded is None:
+                fingerprint = hashlib.sha256(body).digest().hex()
             idempotency = Idempotency(key, fingerprint)
             record = {
                 "message": message.model_dump(mode="json"),
@@ -256,27 +265,22 @@ class WebhookChannel(Channel):
             self._running.set(key, asyncio.get_running_loop().create_future())
         try:
             if uploaded is None:
-                uploaded = await self._files(self.files.resolve(message.attachments))
+                uploaded = (
+                    await self._files(self.files.resolve(message.attachments))
+                    if message.attachments
+                    else ()
+                )
             inbound = self._inbound(message, uploaded)
-            return await self._answer(request, inbound, streaming, idempotency, entry)
+            if streaming:
+                return await self._stream(request, inbound, idempotency, entry)
+            sink = AnswerSink(self, inbound.conversation, idempotency)
+            outcome = await self.gateway.handle(inbound, sink, entry)
+            answer = sink.body or outcome_body(inbound.conversation, outcome)
+            return web.json_response(answer, dumps=_encode)
         except BaseException:
             if idempotency is not None and entry is not None:
                 await self._forget(idempotency, entry)
             raise
-
-    async def _answer(
-        self,
-        request: web.Request,
-        message: InboundMessage,
-        streaming: bool,
-        idempotency: Idempotency | None,
-        entry: Entry | None,
-    ) -> web.StreamResponse:
-        if streaming:
-            return await self._stream(request, message, idempotency, entry)
-        sink = AnswerSink(self, message.conversation, idempotency)
-        outcome = await self.gateway.handle(message, sink, entry)
-        return web.json_response(sink.body or outcome_body(message.conversation, outcome))
 
     async def _journal(
         self, conversation: str, idempotency: Idempotency, record: dict[str, Any]

@@ -19,6 +19,7 @@ from pydantic import (
 
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
+from gateway.composer import message_json
 from gateway.events import PermissionOption, PlanEntry, Status
 from gateway.inbound import Outcome, Reply
 from gateway.validation import describe_validation_error as describe_errors
@@ -52,7 +53,8 @@ class MessageIn(BaseModel):
     user: str = Field(min_length=1, max_length=256)
     text: str = ""
     id: str | None = Field(default=None, max_length=256)
-    attachments: list[AttachmentIn] = []
+    # A factory, not ``= []``: pydantic deep-copies a mutable default for every request.
+    attachments: list[AttachmentIn] = Field(default_factory=list, json_schema_extra={"default": []})
 
     @model_validator(mode="after")
     def _something_to_send(self, info: ValidationInfo) -> MessageIn:
@@ -197,65 +199,52 @@ def describe_validation_error(exc: ValidationError) -> str:
     return describe_errors(exc, root="body")
 
 
-def classification_out(result: Classification) -> ClassificationOut:
-    return ClassificationOut(kind=result.kind, command=result.command, args=result.args)
+# The bodies below are the response models' dumps, built directly: they are made for every
+# answer, and the models stay what ``/openapi.json`` documents.
 
 
 def classification_body(result: Classification) -> dict[str, Any]:
-    return classification_out(result).model_dump(mode="json")
+    return {"kind": result.kind, "command": result.command, "args": result.args}
 
 
 def forwarded_body(forwarded: ComposerInputMessage | None) -> dict[str, Any] | None:
-    return None if forwarded is None else forwarded.model_dump(mode="json", exclude_none=True)
-
-
-def reply_out(reply: Reply | None) -> ReplyOut | None:
-    if reply is None:
-        return None
-    usage = usage_body(reply.usage)
-    return ReplyOut(
-        text=reply.text,
-        category=reply.category,
-        stop_reason=reply.stop_reason,
-        usage=None if usage is None else UsageOut(**usage),
-    )
+    return None if forwarded is None else message_json(forwarded)
 
 
 def reply_body(reply: Reply | None) -> dict[str, Any] | None:
-    out = reply_out(reply)
-    return None if out is None else _reply_dump(out)
-
-
-def _reply_dump(reply: ReplyOut) -> dict[str, Any]:
-    body = reply.model_dump(mode="json")
-    if reply.usage is None:
-        del body["usage"]  # only when the runtime reported usage
-    else:
-        body["usage"] = reply.usage.model_dump(mode="json", exclude_none=True)
+    """A ``ReplyOut``: ``usage`` only when the runtime reported it."""
+    if reply is None:
+        return None
+    body: dict[str, Any] = {
+        "text": reply.text,
+        "category": reply.category,
+        "stop_reason": reply.stop_reason,
+    }
+    usage = usage_body(reply.usage)
+    if usage is not None:
+        body["usage"] = UsageOut(**usage).model_dump(mode="json", exclude_none=True)
     return body
 
 
 def accepted_body(
     conversation: str, classification: Classification, forwarded: ComposerInputMessage | None
 ) -> dict[str, Any]:
-    return AcceptedEvent(
-        conversation=conversation,
-        classification=classification_out(classification),
-        forwarded=forwarded,
-    ).model_dump(mode="json")
+    """An ``AcceptedEvent``."""
+    return {
+        "conversation": conversation,
+        "classification": classification_body(classification),
+        "forwarded": forwarded_body(forwarded),
+    }
 
 
 def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
-    out = MessageOut(
-        conversation=conversation,
-        classification=classification_out(outcome.classification),
-        forwarded=outcome.forwarded,
-        reply=reply_out(outcome.reply),
-    )
-    body = out.model_dump(mode="json")
-    if out.reply is not None:
-        body["reply"] = _reply_dump(out.reply)
-    return body
+    """A ``MessageOut``."""
+    return {
+        "conversation": conversation,
+        "classification": classification_body(outcome.classification),
+        "forwarded": forwarded_body(outcome.forwarded),
+        "reply": reply_body(outcome.reply),
+    }
 
 
 def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) -> dict[str, Any]:

@@ -66,7 +66,9 @@ class RuntimeSession(ABC):
 
     @abstractmethod
     def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        """Stream the turn's events. Ends with MessageEnd or ErrorEvent (or just stops)."""
+        """Stream the turn's events. Ends with MessageEnd or ErrorEvent (or just stops).
+        A runtime that has the whole turn at hand when called returns ``events.Answered``.
+        """
 
     @abstractmethod
     async def cancel(self) -> None:

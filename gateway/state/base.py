@@ -9,6 +9,8 @@ Four kinds of state, each bounded:
 - the inbound journal: every accepted input until its reply is delivered, in arrival order;
 - leases: a name held by one owner until it lets go or the lease expires, with a fencing
   token that grows with each new holder.
+Shared stores also carry messages between the replicas listening at the time (a cancel asked
+of the replica running a turn).
 Every store hands back fresh copies of values, never a shared object.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -154,6 +157,16 @@ class StateStore(ABC):
     @abstractmethod
     async def holder(self, name: str) -> str | None:
         """The owner holding ``name`` now, or None."""
+
+    # -- messages between replicas (shared stores only) ---------------------------------
+
+    async def publish(self, topic: str, message: str) -> None:
+        """Send ``message`` to every replica listening on ``topic`` now (none keep it)."""
+        raise NotImplementedError(f"the {self.kind} store serves one process")
+
+    def listen(self, topic: str) -> AsyncIterator[str]:
+        """The messages published on ``topic`` from now on; StoreUnavailable ends it."""
+        raise NotImplementedError(f"the {self.kind} store serves one process")
 
 
 def encode(value: Any) -> str:

@@ -6,16 +6,18 @@ it. Keys live under one prefix:
 - ``claims`` (sorted set, score = expiry) and ``claimv`` (hash): claims, bounded by count;
 - ``j`` (hash id -> entry), ``jseq`` (sorted set id by seq) and ``jc:<conversation>``: the
   journal, and each conversation's part of it in order; ``jseqn`` counts arrivals;
-- ``lease:<name>`` (``<token>|<owner>``, expiring) and ``leasen``, the fencing counter.
+- ``lease:<name>`` (``<token>|<owner>``, expiring) and ``leasen``, the fencing counter;
+- ``topic:<topic>``: the pub/sub channels replicas talk on.
 Redis keeps nothing across its own restart unless it persists (AOF): see docs/reliability.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from redis import asyncio as aioredis
 from redis.backoff import ExponentialBackoff
@@ -23,6 +25,8 @@ from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+
+T = TypeVar("T")
 
 # KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
 _CLAIM_FN = """
@@ -144,19 +148,31 @@ class RedisStore(StateStore):
             raise StoreUnavailable("the Redis store is not open")
         return self._redis
 
-    async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
+    async def _run(self, step: Awaitable[T]) -> T:
+        # redis-py can swallow a cancel that lands mid-command (redis/redis-py#2028; seen
+        # here with 7.4 and 8.1), leaving the caller's loop running: the command runs to its
+        # end in a task of its own, and a cancel reaches the caller at once.
         try:
-            # redis-py types commands for its sync and async clients alike: this one awaits.
-            run = cast(Callable[..., Awaitable[Any]], self.redis.eval)
-            return await run(script, len(keys), *keys, *args)
+            return await asyncio.shield(step)
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
+    async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        # redis-py types commands for its sync and async clients alike: this one awaits.
+        run = cast(Callable[..., Awaitable[Any]], self.redis.eval)
+        return await self._run(run(script, len(keys), *keys, *args))
+
     async def _do(self, name: str, *args: Any) -> Any:
-        try:
-            return await getattr(self.redis, name)(*args)  # redis-py's types mix sync and async
-        except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"Redis: {exc}") from exc
+        return await self._run(getattr(self.redis, name)(*args))  # types mix sync and async
+
+    async def _transaction(self, *commands: tuple[Any, ...]) -> None:
+        async def run() -> None:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for name, *args in commands:
+                    getattr(pipe, name)(*args)
+                await pipe.execute()
+
+        await self._run(run())
 
     async def ping(self) -> None:
         await self._do("ping")
@@ -195,13 +211,7 @@ class RedisStore(StateStore):
         await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])
 
     async def forget(self, key: str) -> None:
-        try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.zrem(self._k("claims"), key)
-                pipe.hdel(self._k("claimv"), key)
-                await pipe.execute()
-        except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"Redis: {exc}") from exc
+        await self._transaction(("zrem", self._k("claims"), key), ("hdel", self._k("claimv"), key))
 
     # -- the journal -----------------------------------------------------------------------
 
@@ -240,14 +250,11 @@ class RedisStore(StateStore):
         return bool(done)
 
     async def finish(self, entry: Entry) -> None:
-        try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.hdel(self._k("j"), entry.id)
-                pipe.zrem(self._k("jseq"), entry.id)
-                pipe.zrem(self._k("jc", entry.conversation), entry.id)
-                await pipe.execute()
-        except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"Redis: {exc}") from exc
+        await self._transaction(
+            ("hdel", self._k("j"), entry.id),
+            ("zrem", self._k("jseq"), entry.id),
+            ("zrem", self._k("jc", entry.conversation), entry.id),
+        )
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
         index = self._k("jseq") if conversation is None else self._k("jc", conversation)
@@ -282,3 +289,25 @@ class RedisStore(StateStore):
     async def holder(self, name: str) -> str | None:
         held = await self._do("get", self._k("lease", name))
         return None if held is None else held.decode().partition("|")[2]
+
+    # -- messages between replicas --------------------------------------------------------
+
+    async def publish(self, topic: str, message: str) -> None:
+        await self._do("publish", self._k("topic", topic), message)
+
+    async def listen(self, topic: str) -> AsyncIterator[str]:
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        reading: asyncio.Future[Any] | None = None
+        try:
+            await self._run(pubsub.subscribe(self._k("topic", topic)))
+            while True:
+                # Shielded like every command (see _run); a second at most, so that a
+                # cancelled listener's read ends soon after it.
+                reading = asyncio.ensure_future(pubsub.get_message(True, timeout=1.0))
+                message = await self._run(reading)
+                if message is not None:
+                    yield message["data"].decode()
+        finally:
+            if reading is not None and not reading.done():
+                await asyncio.wait({reading})
+            await pubsub.aclose()

@@ -5,7 +5,7 @@ operations included (``Metrics.store_observer``: ``slashgate_store_seconds``).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from .base import Entry, Lease, StateStore
@@ -82,3 +82,9 @@ class TimedStore(StateStore):
 
     async def holder(self, name: str) -> str | None:
         return await self._timed("holder", self.inner.holder(name))
+
+    async def publish(self, topic: str, message: str) -> None:
+        await self._timed("publish", self.inner.publish(topic, message))
+
+    def listen(self, topic: str) -> AsyncIterator[str]:
+        return self.inner.listen(topic)  # waits for messages: its time says nothing

@@ -56,7 +56,8 @@ def fast_agent_settings(tmp_path: Path) -> Any:
     ]
     work = tmp_path / "work"
     work.mkdir()
-    return make_settings(runtime="acp", acp_command=command, acp_cwd=work, inventory_wait=20.0)
+    # Patience: fast-agent takes its time to start on a loaded machine (20 s was not enough).
+    return make_settings(runtime="acp", acp_command=command, acp_cwd=work, inventory_wait=90.0)
 
 
 async def test_fast_agent_through_the_webhook(tmp_path: Path, gateway_server: Any) -> None:

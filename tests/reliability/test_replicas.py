@@ -43,8 +43,7 @@ async def replicas(
             **settings,
         }
         processes = [GatewayProcess({**env, "replica_id": f"r{i}"}) for i in range(count)]
-        for process in processes:
-            await process.start()
+        await asyncio.gather(*(process.start() for process in processes))
         try:
             yield fake, redis, processes
         finally:
@@ -90,6 +89,25 @@ async def test_a_conversations_turns_run_in_order_across_replicas(tmp_path: Path
         first, second = fake.texts(7)
         assert first == "1/1\ndone"
         assert "and then this" in second
+
+
+async def test_a_turn_on_one_replica_makes_commands_busy_and_is_cancelled_from_another(
+    tmp_path: Path,
+):
+    async with replicas(tmp_path, 2) as (fake, _, (a, b)):
+        # Long enough that only the cancel can end it within PATIENCE.
+        assert await deliver(a, message_update(5, "/slow 120", update_id=40)) == 200
+        await until(fake, lambda: bool(fake.calls_to("sendMessageDraft")))
+        assert await deliver(b, message_update(5, "/echo now", update_id=41)) == 200
+        await until(fake, lambda: bool(fake.texts(5)))
+        [busy] = fake.texts(5)
+        assert "/echo" in busy and "busy" in busy
+        assert await deliver(b, message_update(5, "/cancel", update_id=42)) == 200
+        await until(fake, lambda: len(fake.texts(5)) >= 3)
+        answers = fake.texts(5)[1:]
+        assert "Cancelled the running turn." in answers
+        [ended] = [t for t in answers if t != "Cancelled the running turn."]
+        assert ended.startswith("1/120") and "cancelled" in ended
 
 
 async def test_a_dead_replicas_running_turn_is_taken_over_with_a_notice(tmp_path: Path):

@@ -178,3 +178,46 @@ async def test_redis_down_is_store_unavailable_and_up_again_works(tmp_path: Path
         await server.start()
         assert await store.append(entry("c1", "a"), "claim:a", 60) is not None
         await store.close()
+
+
+async def test_a_task_cancelled_mid_operation_ends_cancelled(store: StateStore):
+    # A cancel must reach the caller wherever it lands in a store call: a swallowed one
+    # leaves loops (a replica's leader lease) running, and shutdown hangs.
+    over = False
+
+    async def renewing() -> None:
+        while not over:
+            await store.acquire("leader", "me", 5.0)
+            await asyncio.sleep(0)  # the memory store answers without yielding to the loop
+
+    survivors = []
+    for turn in range(100):
+        task = asyncio.ensure_future(renewing())
+        for _ in range(turn % 25):  # a different point of the round trip each time
+            await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.wait({task}, timeout=1)
+        if not task.cancelled():
+            survivors.append(task)
+    over = True
+    await asyncio.gather(*survivors, return_exceptions=True)
+    assert not survivors
+
+
+@pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+async def test_redis_carries_a_message_to_every_replica_listening(tmp_path: Path):
+    async with redis_server(tmp_path) as server:
+        a, b = RedisStore(server.url), RedisStore(server.url)
+        await a.open()
+        await b.open()
+        listening = b.listen("cancel")
+        first = asyncio.ensure_future(anext(listening))
+        while not first.done():  # published until the subscription is in place
+            await a.publish("cancel", "telegram:7")
+            await asyncio.wait({first}, timeout=0.05)
+        assert first.result() == "telegram:7"
+        await a.publish("cancel", "slack:T1:C1")
+        assert await anext(listening) == "slack:T1:C1"
+        await listening.aclose()
+        await a.close()
+        await b.close()

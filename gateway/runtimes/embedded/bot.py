@@ -13,23 +13,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from contract import (
-    STRICT_NAME,
-    BranchNode,
-    Command,
-    ComposerInputPayload,
-    FileNode,
-    SlashCommandNode,
-    SymbolNode,
-    TextNode,
-    utf16_len,
-    utf16_slice,
-)
+from contract import STRICT_NAME, Command, utf16_len, utf16_slice
 
 from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
 from .runtime import EmbeddedRuntime
 
-HANDLER_REFS = "handler_refs"  # conversation state: command -> "module:qualname" of its handler
+# A conversation's state, as the bot keeps it: each entry made on first use, so that a
+# conversation whose handlers keep nothing has nothing to save.
+DATA = "data"  # the handlers' own (``ctx.state``)
+HANDLERS = "handlers"  # command -> its handler, added by ``ctx.add_command``
+HANDLER_REFS = "handler_refs"  # command -> "module:qualname" of its handler
 NO_TEXT_HANDLER = "this bot answers slash commands only: send /help to list them"
 
 
@@ -52,14 +45,20 @@ class Context:
     references: tuple[Reference, ...]
     user: str | None
     conversation: str  # "<channel>:<conversation id>", e.g. "telegram:42"
-    state: dict[str, Any]  # this conversation's, kept between its inputs
     files: tuple[dict[str, Any], ...]  # compositor file-attachment parts (docs/attachments.md)
     _inner: HandlerContext = field(repr=False)
-    _handlers: dict[str, CommandHandler] = field(repr=False)
 
-    async def reply(self, text: str) -> None:
-        """Add ``text`` to the reply; channels show it as it streams. Markdown."""
-        await self._inner.reply(text)
+    @property
+    def state(self) -> dict[str, Any]:
+        """This conversation's, kept between its inputs."""
+        data: dict[str, Any] = self._inner.state.setdefault(DATA, {})
+        return data
+
+    def reply(self, text: str) -> Awaitable[None]:
+        """``await ctx.reply(text)``: add ``text`` to the reply; channels show it as it
+        streams. Markdown.
+        """
+        return self._inner.reply(text)
 
     def add_command(
         self,
@@ -74,7 +73,7 @@ class Context:
         (a closure cannot be found again: its command is gone after a restart).
         """
         command = _command(name, description, hint)
-        self._handlers[command.name] = handler
+        self._inner.state.setdefault(HANDLERS, {})[command.name] = handler
         refs: dict[str, str] = self._inner.state.setdefault(HANDLER_REFS, {})
         ref = _reference(handler)
         if ref is None:
@@ -85,7 +84,7 @@ class Context:
 
     def remove_command(self, name: str) -> bool:
         """Remove a command added by ``add_command``; False when there was none."""
-        self._handlers.pop(name, None)
+        self._inner.state.get(HANDLERS, {}).pop(name, None)
         self._inner.state.get(HANDLER_REFS, {}).pop(name, None)
         return self._inner.slash_commands.unregister(name)
 
@@ -159,27 +158,27 @@ class Bot(EmbeddedRuntime):
         wake = inner.wake
         if not isinstance(wake, InboxWake) or wake.message.message_type != "composer_input":
             return  # spawn and schedule wakes: nothing to do for a bot
-        payload = ComposerInputPayload.model_validate(wake.message.payload)
+        payload = wake.message.payload  # as the runtime validated it
         name, args = leading_command(payload)
-        own: dict[str, CommandHandler] = inner.state.setdefault("handlers", {})
         ctx = Context(
             command=name,
             args=args,
-            text=payload.source,
+            text=payload["source"],
             references=references(payload),
             user=wake.message.sender,
             conversation=inner.conversation,
-            state=inner.state.setdefault("data", {}),
-            files=tuple(wake.message.payload.get("attachments") or ()),
+            files=tuple(payload.get("attachments") or ()),
             _inner=inner,
-            _handlers=own,
         )
         if name is None:
             if self._text is None:
                 raise HandlerError(NO_TEXT_HANDLER, "unsupported")
             await self._text(ctx)
             return
-        handler = own.get(name) or self._handlers.get(name)
+        own: dict[str, CommandHandler] | None = inner.state.get(HANDLERS)
+        handler = own.get(name) if own else None
+        if handler is None:
+            handler = self._handlers.get(name)
         if handler is None:  # a command this conversation added before a restart
             handler = _resolve(inner.state.get(HANDLER_REFS, {}).get(name))
         if handler is None:  # the contract forwards known commands only; a race with remove
@@ -216,22 +215,30 @@ def _command(name: str, description: str, hint: str | None) -> Command:
     return Command(name=name, description=description, hint=hint)
 
 
-def leading_command(payload: ComposerInputPayload) -> tuple[str | None, str]:
+# The payload is the composer_input JSON a handler gets (``wake.message.payload``), nodes as
+# the RFC writes them: read as they are, not parsed into models again.
+
+
+def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
     """(command name, argument text) when the input starts with a command; else (None, "")."""
-    for node in payload.nodes or ():
-        if isinstance(node, SlashCommandNode):
-            source = payload.source
-            return node.name, utf16_slice(source, node.end, utf16_len(source)).strip()
-        if not isinstance(node, TextNode) or node.raw.strip():
+    for node in payload.get("nodes") or ():
+        kind = node["kind"]
+        if kind == "slash_command":
+            source: str = payload["source"]
+            end = node["end"]  # in UTF-16 units: code points when the text is ASCII
+            rest = source[end:] if source.isascii() else utf16_slice(source, end, utf16_len(source))
+            return node["name"], rest.strip()
+        if kind != "text" or node["raw"].strip():
             break
     return None, ""
 
 
-def references(payload: ComposerInputPayload) -> tuple[Reference, ...]:
+def references(payload: dict[str, Any]) -> tuple[Reference, ...]:
     found: list[Reference] = []
-    for node in payload.nodes or ():
-        if isinstance(node, FileNode):
-            found.append(Reference("file", node.path, node.raw))
-        elif isinstance(node, BranchNode | SymbolNode):
-            found.append(Reference(node.kind, node.name, node.raw))
+    for node in payload.get("nodes") or ():
+        kind = node["kind"]
+        if kind == "file":
+            found.append(Reference("file", node["path"], node["raw"]))
+        elif kind in ("branch", "symbol"):
+            found.append(Reference(kind, node["name"], node["raw"]))
     return tuple(found)

@@ -6,30 +6,38 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from contract import Category, Command, CommandRegistry, categorize
 
+# The wakes are plain dataclasses (one of each per turn; pydantic's validation of what the
+# runtime itself builds was most of their cost); ``TypeAdapter(Wake)`` still validates the
+# RFC's JSON into them.
 
-class InboxMessage(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxMessage:
+    __pydantic_config__ = ConfigDict(populate_by_name=True)
 
     message_type: str
     payload: Any
-    sender: str | None = Field(default=None, alias="from")
+    sender: Annotated[str | None, Field(alias="from")] = None
 
 
-class InboxWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxWake:
     type: Literal["inbox"] = "inbox"
     message: InboxMessage
 
 
-class SpawnWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpawnWake:
     type: Literal["spawn"] = "spawn"
-    args: dict[str, Any] = {}
+    args: dict[str, Any] = field(default_factory=dict)
 
 
-class ScheduleWake(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleWake:
     type: Literal["schedule"] = "schedule"
     name: str
 
@@ -46,13 +54,23 @@ class HandlerError(Exception):
 
 
 class SlashCommands:
-    """``ctx.slash_commands``: the entity's materialized command list (static + dynamic)."""
+    """``ctx.slash_commands``: the entity's materialized command list (static + dynamic).
+
+    ``shared``: ``registry`` is the runtime's static one, shared by every session until this
+    one registers a command of its own (a registry per idle conversation is most of its size).
+    """
+
+    __slots__ = ("_on_change", "_registry", "_shared")
 
     def __init__(
-        self, registry: CommandRegistry, on_change: Callable[[tuple[Command, ...]], None]
+        self,
+        registry: CommandRegistry,
+        on_change: Callable[[tuple[Command, ...]], None],
+        shared: bool = False,
     ) -> None:
         self._registry = registry
         self._on_change = on_change
+        self._shared = shared
 
     def get(self, name: str) -> Command | None:
         return self._registry.get(name)
@@ -62,9 +80,13 @@ class SlashCommands:
 
     def dynamic(self) -> tuple[Command, ...]:
         """The commands registered at run time (what a restart must bring back)."""
+        if self._shared:
+            return ()
         return tuple(c for c in self._registry.list() if c.source == "dynamic")
 
     def register(self, command: Command) -> None:
+        if self._shared:
+            self._registry, self._shared = CommandRegistry(self._registry.list()), False
         self._on_change(self._registry.register(command))
 
     def unregister(self, name: str) -> bool:

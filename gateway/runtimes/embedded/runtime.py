@@ -7,13 +7,21 @@ import contextlib
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Coroutine, Generator
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Generator
 from typing import Any
 
 from contract import Command, CommandRegistry, categorize, composer_input_problems
 
 from ...attachments import with_parts
-from ...events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated
+from ...composer import payload_json
+from ...events import (
+    Answered,
+    ErrorEvent,
+    MessageDelta,
+    MessageEnd,
+    RuntimeEvent,
+    SessionUpdated,
+)
 from ...state import StateStore, StoreUnavailable
 from ..base import Runtime, RuntimeSession, Turn, UpdateListener
 from .entity import (
@@ -94,8 +102,20 @@ class EmbeddedSession(RuntimeSession):
     """One conversation's entity. With a store, what it keeps outlives the process: its
     dynamic commands and the JSON-encodable part of its state, saved after each turn that
     changed them and read back when the conversation opens again (after a restart, or once
-    evicted).
+    evicted). ``static``: the runtime's registry of the definition's commands, shared.
     """
+
+    __slots__ = (
+        "_saved",
+        "_store",
+        "_task",
+        "_updates",
+        "commands",
+        "definition",
+        "entity_id",
+        "key",
+        "state",
+    )
 
     def __init__(
         self,
@@ -103,15 +123,17 @@ class EmbeddedSession(RuntimeSession):
         key: str,
         updates: UpdateListener,
         store: StateStore | None = None,
-        static: tuple[Command, ...] | None = None,
+        static: CommandRegistry | None = None,
     ) -> None:
         self.definition = definition
         self.key = key
         self.entity_id = key.replace("/", "_")
         self.state: dict[str, object] = {}
         self._updates = updates
-        registry = CommandRegistry(definition.slash_commands if static is None else static)
-        self.commands = SlashCommands(registry, self._publish)
+        if static is None:
+            self.commands = SlashCommands(CommandRegistry(definition.slash_commands), self._publish)
+        else:
+            self.commands = SlashCommands(static, self._publish, shared=True)
         self._task: asyncio.Task[None] | None = None
         self._store = store
         self._saved: str | None = None  # what the store holds, encoded
@@ -166,22 +188,22 @@ class EmbeddedSession(RuntimeSession):
         self._publish(self.commands.list())
         await self._wake(SpawnWake(), None)
 
-    async def _wake(self, wake: Wake, events: _Events | None) -> None:
+    def _wake(self, wake: Wake, events: _Events | None) -> Awaitable[None]:
+        """The handler's run of one wake (its coroutine, awaited by the caller)."""
+
         async def reply(text: str) -> None:
             if events is not None and text:
                 events.put(MessageDelta(text))
 
         ctx = HandlerContext(self.entity_id, wake, self.commands, self.state, reply, self.key)
-        await self.definition.handler(ctx)
+        return self.definition.handler(ctx)
 
-    async def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        data = with_parts(
-            turn.message.payload.model_dump(mode="json", exclude_none=True), turn.attachments
-        )
+    def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
+        data = with_parts(payload_json(turn.message.payload), turn.attachments)
         problems = composer_input_problems(data)
         if problems:
-            yield ErrorEvent("generic", "invalid composer_input: " + "; ".join(problems))
-            return
+            error = "invalid composer_input: " + "; ".join(problems)
+            return Answered([ErrorEvent("generic", error)])
         message = InboxMessage(message_type=turn.message.type, payload=data, sender=turn.user)
         events = _Events()
         handling = self._handle(InboxWake(message=message), events)
@@ -190,10 +212,13 @@ class EmbeddedSession(RuntimeSession):
         try:
             pending = handling.send(None)
         except StopIteration:
-            for item in events.drain():
-                if item is not _DONE:
-                    yield item  # type: ignore[misc]
-            return
+            return Answered(events.drain()[:-1])  # type: ignore[arg-type]  # without _DONE
+        return self._rest(handling, pending, events)
+
+    async def _rest(
+        self, handling: Coroutine[Any, Any, None], pending: Any, events: _Events
+    ) -> AsyncIterator[RuntimeEvent]:
+        """The stream of a handler that waited for something: it goes on in a task."""
         task = self._task = asyncio.ensure_future(_resume(handling, pending))
         try:
             while (item := await events.get()) is not _DONE:
@@ -243,28 +268,26 @@ class EmbeddedRuntime(Runtime):
     def __init__(self, definition: EntityDefinition) -> None:
         self.definition = definition
         self.store: StateStore | None = None
-        self._static: tuple[EntityDefinition, tuple[Command, ...]] | None = None
+        self._static: tuple[EntityDefinition, CommandRegistry] | None = None
 
     def use_store(self, store: StateStore) -> None:
         self.store = store
 
-    def _static_commands(self) -> tuple[Command, ...]:
-        """Marked static once per definition and shared by every session (each copied them
-        before); a ``Bot`` that adds a command has a new definition.
+    def _registry(self) -> CommandRegistry:
+        """The definition's commands, marked static once per definition and shared by every
+        session until it registers its own; a ``Bot`` that adds a command has a new definition.
         """
         if self._static is None or self._static[0] is not self.definition:
-            self._static = (self.definition, CommandRegistry(self.definition.slash_commands).list())
+            self._static = (self.definition, CommandRegistry(self.definition.slash_commands))
         return self._static[1]
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        session = EmbeddedSession(
-            self.definition, key, updates, self.store, self._static_commands()
-        )
+        session = EmbeddedSession(self.definition, key, updates, self.store, self._registry())
         await session.spawn()
         return session
 
     async def static_commands(self) -> tuple[Command, ...]:
-        return self._static_commands()
+        return self._registry().list()
 
     def describe(self) -> str:
         return f"embedded ({self.definition.type})"
