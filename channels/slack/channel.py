@@ -3,7 +3,9 @@ on the gateway's own aiohttp server, or over Socket Mode when an app token is se
 
 Every listener acknowledges at once and schedules the work: the app runs with
 ``process_before_response`` so that Slack gets its answer as soon as the listener returns,
-without the polling of bolt's default ack path.
+without the polling of bolt's default ack path. Over HTTP a plain slash command (the hot
+path) skips bolt's dispatch once the app is authorized: it is answered as bolt would answer
+it, by the same listener code.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 from aiohttp import ClientSession, ClientTimeout, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -212,13 +215,17 @@ class SlackChannel(Channel):
             return _error(400, "invalid_request", "request body is not UTF-8")
         if not self._signed(request, body):
             return _error(401, "unauthorized", "invalid or expired Slack signature")
-        try:
-            bolt_request = AsyncBoltRequest(
-                body=body, query=request.query_string, headers=dict(request.headers)
-            )
-        except Exception:
-            return _error(400, "invalid_request", "malformed Slack payload")
-        response = await self.app.async_dispatch(bolt_request)
+        command = self._plain_command(request, body)
+        if command is not None and await self._authorized():
+            response = await self._command(command)
+        else:
+            try:
+                bolt_request = AsyncBoltRequest(
+                    body=body, query=request.query_string, headers=dict(request.headers)
+                )
+            except Exception:
+                return _error(400, "invalid_request", "malformed Slack payload")
+            response = await self.app.async_dispatch(bolt_request)
         if response.status == 503:  # stopping or not journaled: Slack delivers the event again
             reason = UNAVAILABLE if response.body == UNAVAILABLE else STOPPING
             return _error(503, "service_unavailable", reason, {"Retry-After": RETRY_AFTER})
@@ -241,6 +248,47 @@ class SlackChannel(Channel):
         except ValueError:  # a timestamp that is not a number
             return False
 
+    def _plain_command(self, request: web.Request, body: str) -> dict[str, str] | None:
+        """A slash command's form, which bolt's dispatch would only hand to ``on_command``:
+        no SSL check, no interactivity ``payload``.
+        """
+        if request.content_type != "application/x-www-form-urlencoded":
+            return None
+        form = dict(parse_qsl(body, keep_blank_values=True))  # as bolt parses a form
+        if "command" not in form or "payload" in form or "ssl_check" in form:
+            return None
+        return form
+
+    async def _authorized(self) -> bool:
+        """auth.test succeeded (answered from memory once it has); if not, bolt's
+        authorization answers the request, as it answers any other.
+        """
+        try:
+            await self._authorization()
+        except Exception:
+            return False
+        return True
+
+    async def _command(self, command: dict[str, Any]) -> BoltResponse:
+        """What bolt's dispatch answers for a slash command: the ``refuse_while_stopping``
+        middleware, then ``on_command`` and its ack, errors through ``on_error``.
+        """
+        if self._stopping:
+            return BoltResponse(status=503)
+        try:
+            await self._on_command(command)
+        except Exception as error:
+            return self._refusal(error) or BoltResponse(status=500)
+        return BoltResponse(status=200)
+
+    @staticmethod
+    def _refusal(error: Exception) -> BoltResponse | None:
+        """An input that could not be journaled is not acknowledged: Slack retries it."""
+        if isinstance(error, StoreUnavailable):
+            log.warning("a Slack request was not taken: %s", error)
+            return BoltResponse(status=503, body=UNAVAILABLE)
+        return None
+
     # -- listeners -------------------------------------------------------------------------
 
     def _listen(self, app: AsyncApp) -> None:
@@ -260,11 +308,7 @@ class SlackChannel(Channel):
 
         @app.error
         async def on_error(error: Exception) -> BoltResponse | None:
-            """An input that could not be journaled is not acknowledged: Slack retries it."""
-            if isinstance(error, StoreUnavailable):
-                log.warning("a Slack request was not taken: %s", error)
-                return BoltResponse(status=503, body=UNAVAILABLE)
-            return None
+            return self._refusal(error)
 
         @app.event("app_mention")
         async def on_mention(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
