@@ -57,6 +57,16 @@ log = logging.getLogger("slashgate.slack")
 # Slack retries an unacknowledged event three times, the last about five minutes after the
 # first delivery: an hour's window covers it with room to spare.
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+# What ``_command_input`` reads of a slash command's form: all the journal keeps of it.
+_COMMAND_FIELDS = (
+    "command",
+    "text",
+    "channel_id",
+    "user_id",
+    "team_id",
+    "response_url",
+    "trigger_id",
+)
 
 # An input as read from Slack: where its reply goes, its text, its id, and its files.
 Received = tuple[Target, str, str | None, tuple[SlackFile, ...]]
@@ -342,7 +352,9 @@ class SlackChannel(Channel):
         target, _, ts, _ = received
         # One claim per message: a retried event, and a mention in a DM that comes both as
         # app_mention and as message, run once.
-        record = {"kind": "message", "body": body, "event": event, "bot": bot_user_id}
+        # Of the envelope, only what ``_message_input`` reads: the event is in it a second time.
+        envelope = {"team_id": body.get("team_id")}
+        record = {"kind": "message", "body": envelope, "event": event, "bot": bot_user_id}
         await self._journal(received, record, f"slack:message:{target.channel}:{ts}")
 
     def _message_input(
@@ -390,7 +402,8 @@ class SlackChannel(Channel):
             return
         trigger = received[2]
         claim = f"slack:command:{trigger}" if trigger else None
-        await self._journal(received, {"kind": "command", "command": command}, claim)
+        form = {key: command[key] for key in _COMMAND_FIELDS if key in command}
+        await self._journal(received, {"kind": "command", "command": form}, claim)
 
     def _command_input(self, command: dict[str, Any]) -> Received | None:
         name = str(command.get("command") or "").lower()
