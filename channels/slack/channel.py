@@ -44,7 +44,7 @@ from .markup import command_source, normalize, umbrella_source
 from .metering import count_retries, trace
 from .mrkdwn import escape
 from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
-from .web import respond, web_client
+from .web import client_log, respond, web_client
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -95,6 +95,8 @@ class SlackChannel(Channel):
         self._token = settings.slack_bot_token.get_secret_value()
         secret = settings.slack_signing_secret.get_secret_value()
         self._verifier = SignatureVerifier(secret)
+        debug = settings.log_level.upper() == "DEBUG"
+        client_log.setLevel(logging.DEBUG if debug else logging.INFO)
         self.outbox = Outbox(
             web_client(settings.slack_api_base, self._token),
             web_client(settings.slack_api_base, self._token, persistent=False),
@@ -227,7 +229,10 @@ class SlackChannel(Channel):
             return _error(401, "unauthorized", "invalid or expired Slack signature")
         command = self._plain_command(request, body)
         if command is not None and await self._authorized():
-            response = await self._command(command)
+            refused = await self._command(command)
+            if refused is None:  # acknowledged with an empty body: Slack shows nothing
+                return web.Response(content_type="text/plain")
+            response = refused
         else:
             try:
                 bolt_request = AsyncBoltRequest(
@@ -279,9 +284,9 @@ class SlackChannel(Channel):
             return False
         return True
 
-    async def _command(self, command: dict[str, Any]) -> BoltResponse:
-        """What bolt's dispatch answers for a slash command: the ``refuse_while_stopping``
-        middleware, then ``on_command`` and its ack, errors through ``on_error``.
+    async def _command(self, command: dict[str, Any]) -> BoltResponse | None:
+        """A slash command as bolt's dispatch takes it: the ``refuse_while_stopping``
+        middleware, then ``on_command``, errors through ``on_error``. None: acknowledged.
         """
         if self._stopping:
             return BoltResponse(status=503)
@@ -289,7 +294,7 @@ class SlackChannel(Channel):
             await self._on_command(command)
         except Exception as error:
             return self._refusal(error) or BoltResponse(status=500)
-        return BoltResponse(status=200)
+        return None
 
     @staticmethod
     def _refusal(error: Exception) -> BoltResponse | None:
@@ -437,13 +442,17 @@ class SlackChannel(Channel):
             self._spawn(self._handle(received, entry))
 
     async def _input(self, received: Received) -> tuple[InboundMessage, SlackSink]:
-        """The message, its files fetched (AttachmentError when they cannot be), and its sink."""
+        """The message and its sink."""
+        return await self._message(received), self._sink(received[0])
+
+    async def _message(self, received: Received) -> InboundMessage:
+        """The message, its files fetched (AttachmentError when they cannot be)."""
         target, text, message_id, files = received
         attachments: tuple[Attachment, ...] = ()
         if files:
             assert self.outbox.session is not None  # made at start
             attachments = await self.files.fetch(self.outbox.session, files)
-        message = InboundMessage(
+        return InboundMessage(
             channel=self.name,
             conversation=target.conversation,
             user=target.user,
@@ -452,7 +461,6 @@ class SlackChannel(Channel):
             attachments=attachments,
             meta={"team": target.team},
         )
-        return message, self._sink(target)
 
     def _sink(self, target: Target) -> SlackSink:
         return SlackSink(self.outbox, target, self.settings.show_reasoning != "off")
@@ -475,8 +483,7 @@ class SlackChannel(Channel):
     async def _handle(self, received: Received, entry: Entry) -> None:
         sink = self._sink(received[0])
         try:
-            message, sink = await self._input(received)
-            await self.gateway.handle(message, sink, entry)
+            await self.gateway.handle(await self._message(received), sink, entry)
         except AttachmentError as exc:  # one reply; nothing goes to the runtime
             await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
         except Exception as exc:  # a bug in the pipeline still reaches the user, once
