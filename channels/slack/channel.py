@@ -3,7 +3,9 @@ on the gateway's own aiohttp server, or over Socket Mode when an app token is se
 
 Every listener acknowledges at once and schedules the work: the app runs with
 ``process_before_response`` so that Slack gets its answer as soon as the listener returns,
-without the polling of bolt's default ack path.
+without the polling of bolt's default ack path. Over HTTP a plain slash command (the hot
+path) skips bolt's dispatch once the app is authorized: it is answered as bolt would answer
+it, by the same listener code.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 from aiohttp import ClientSession, ClientTimeout, web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -41,7 +44,7 @@ from .markup import command_source, normalize, umbrella_source
 from .metering import count_retries, trace
 from .mrkdwn import escape
 from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
-from .web import respond, web_client
+from .web import client_log, respond, web_client
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -54,6 +57,16 @@ log = logging.getLogger("slashgate.slack")
 # Slack retries an unacknowledged event three times, the last about five minutes after the
 # first delivery: an hour's window covers it with room to spare.
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+# What ``_command_input`` reads of a slash command's form: all the journal keeps of it.
+_COMMAND_FIELDS = (
+    "command",
+    "text",
+    "channel_id",
+    "user_id",
+    "team_id",
+    "response_url",
+    "trigger_id",
+)
 
 # An input as read from Slack: where its reply goes, its text, its id, and its files.
 Received = tuple[Target, str, str | None, tuple[SlackFile, ...]]
@@ -82,6 +95,8 @@ class SlackChannel(Channel):
         self._token = settings.slack_bot_token.get_secret_value()
         secret = settings.slack_signing_secret.get_secret_value()
         self._verifier = SignatureVerifier(secret)
+        debug = settings.log_level.upper() == "DEBUG"
+        client_log.setLevel(logging.DEBUG if debug else logging.INFO)
         self.outbox = Outbox(
             web_client(settings.slack_api_base, self._token),
             web_client(settings.slack_api_base, self._token, persistent=False),
@@ -212,13 +227,20 @@ class SlackChannel(Channel):
             return _error(400, "invalid_request", "request body is not UTF-8")
         if not self._signed(request, body):
             return _error(401, "unauthorized", "invalid or expired Slack signature")
-        try:
-            bolt_request = AsyncBoltRequest(
-                body=body, query=request.query_string, headers=dict(request.headers)
-            )
-        except Exception:
-            return _error(400, "invalid_request", "malformed Slack payload")
-        response = await self.app.async_dispatch(bolt_request)
+        command = self._plain_command(request, body)
+        if command is not None and await self._authorized():
+            refused = await self._command(command)
+            if refused is None:  # acknowledged with an empty body: Slack shows nothing
+                return web.Response(content_type="text/plain")
+            response = refused
+        else:
+            try:
+                bolt_request = AsyncBoltRequest(
+                    body=body, query=request.query_string, headers=dict(request.headers)
+                )
+            except Exception:
+                return _error(400, "invalid_request", "malformed Slack payload")
+            response = await self.app.async_dispatch(bolt_request)
         if response.status == 503:  # stopping or not journaled: Slack delivers the event again
             reason = UNAVAILABLE if response.body == UNAVAILABLE else STOPPING
             return _error(503, "service_unavailable", reason, {"Retry-After": RETRY_AFTER})
@@ -241,6 +263,47 @@ class SlackChannel(Channel):
         except ValueError:  # a timestamp that is not a number
             return False
 
+    def _plain_command(self, request: web.Request, body: str) -> dict[str, str] | None:
+        """A slash command's form, which bolt's dispatch would only hand to ``on_command``:
+        no SSL check, no interactivity ``payload``.
+        """
+        if request.content_type != "application/x-www-form-urlencoded":
+            return None
+        form = dict(parse_qsl(body, keep_blank_values=True))  # as bolt parses a form
+        if "command" not in form or "payload" in form or "ssl_check" in form:
+            return None
+        return form
+
+    async def _authorized(self) -> bool:
+        """auth.test succeeded (answered from memory once it has); if not, bolt's
+        authorization answers the request, as it answers any other.
+        """
+        try:
+            await self._authorization()
+        except Exception:
+            return False
+        return True
+
+    async def _command(self, command: dict[str, Any]) -> BoltResponse | None:
+        """A slash command as bolt's dispatch takes it: the ``refuse_while_stopping``
+        middleware, then ``on_command``, errors through ``on_error``. None: acknowledged.
+        """
+        if self._stopping:
+            return BoltResponse(status=503)
+        try:
+            await self._on_command(command)
+        except Exception as error:
+            return self._refusal(error) or BoltResponse(status=500)
+        return None
+
+    @staticmethod
+    def _refusal(error: Exception) -> BoltResponse | None:
+        """An input that could not be journaled is not acknowledged: Slack retries it."""
+        if isinstance(error, StoreUnavailable):
+            log.warning("a Slack request was not taken: %s", error)
+            return BoltResponse(status=503, body=UNAVAILABLE)
+        return None
+
     # -- listeners -------------------------------------------------------------------------
 
     def _listen(self, app: AsyncApp) -> None:
@@ -260,11 +323,7 @@ class SlackChannel(Channel):
 
         @app.error
         async def on_error(error: Exception) -> BoltResponse | None:
-            """An input that could not be journaled is not acknowledged: Slack retries it."""
-            if isinstance(error, StoreUnavailable):
-                log.warning("a Slack request was not taken: %s", error)
-                return BoltResponse(status=503, body=UNAVAILABLE)
-            return None
+            return self._refusal(error)
 
         @app.event("app_mention")
         async def on_mention(body: dict[str, Any], event: dict[str, Any], context: Any) -> None:
@@ -298,7 +357,9 @@ class SlackChannel(Channel):
         target, _, ts, _ = received
         # One claim per message: a retried event, and a mention in a DM that comes both as
         # app_mention and as message, run once.
-        record = {"kind": "message", "body": body, "event": event, "bot": bot_user_id}
+        # Of the envelope, only what ``_message_input`` reads: the event is in it a second time.
+        envelope = {"team_id": body.get("team_id")}
+        record = {"kind": "message", "body": envelope, "event": event, "bot": bot_user_id}
         await self._journal(received, record, f"slack:message:{target.channel}:{ts}")
 
     def _message_input(
@@ -346,7 +407,8 @@ class SlackChannel(Channel):
             return
         trigger = received[2]
         claim = f"slack:command:{trigger}" if trigger else None
-        await self._journal(received, {"kind": "command", "command": command}, claim)
+        form = {key: command[key] for key in _COMMAND_FIELDS if key in command}
+        await self._journal(received, {"kind": "command", "command": form}, claim)
 
     def _command_input(self, command: dict[str, Any]) -> Received | None:
         name = str(command.get("command") or "").lower()
@@ -380,13 +442,17 @@ class SlackChannel(Channel):
             self._spawn(self._handle(received, entry))
 
     async def _input(self, received: Received) -> tuple[InboundMessage, SlackSink]:
-        """The message, its files fetched (AttachmentError when they cannot be), and its sink."""
+        """The message and its sink."""
+        return await self._message(received), self._sink(received[0])
+
+    async def _message(self, received: Received) -> InboundMessage:
+        """The message, its files fetched (AttachmentError when they cannot be)."""
         target, text, message_id, files = received
         attachments: tuple[Attachment, ...] = ()
         if files:
             assert self.outbox.session is not None  # made at start
             attachments = await self.files.fetch(self.outbox.session, files)
-        message = InboundMessage(
+        return InboundMessage(
             channel=self.name,
             conversation=target.conversation,
             user=target.user,
@@ -395,7 +461,6 @@ class SlackChannel(Channel):
             attachments=attachments,
             meta={"team": target.team},
         )
-        return message, self._sink(target)
 
     def _sink(self, target: Target) -> SlackSink:
         return SlackSink(self.outbox, target, self.settings.show_reasoning != "off")
@@ -418,8 +483,7 @@ class SlackChannel(Channel):
     async def _handle(self, received: Received, entry: Entry) -> None:
         sink = self._sink(received[0])
         try:
-            message, sink = await self._input(received)
-            await self.gateway.handle(message, sink, entry)
+            await self.gateway.handle(await self._message(received), sink, entry)
         except AttachmentError as exc:  # one reply; nothing goes to the runtime
             await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
         except Exception as exc:  # a bug in the pipeline still reaches the user, once

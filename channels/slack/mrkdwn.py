@@ -6,6 +6,8 @@ and only the markup this module writes (``<url|label>``, a quote's leading ``>``
 
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
@@ -18,6 +20,10 @@ FENCE = "```"
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _BULLETS = ("•", "◦", "▪")
+# One line that starts with a letter and holds only letters, digits, spaces and punctuation
+# that CommonMark leaves alone inside a line, with no space at its end: it renders as
+# itself, unparsed (a reply such as "hi" costs no Markdown parse).
+_PLAIN = re.compile(r"[^\W\d_](?:[^\W_]|[ ,.;:?!'\"()/#+\-=|%$^{}@])*(?<! )")
 
 
 def escape(text: str) -> str:
@@ -26,6 +32,8 @@ def escape(text: str) -> str:
 
 def to_mrkdwn(markdown: str) -> str:
     """Render Markdown for Slack: ``**bold**`` -> ``*bold*``, ``[a](u)`` -> ``<u|a>``, ..."""
+    if _PLAIN.fullmatch(markdown):
+        return markdown
     tree = SyntaxTreeNode(_MD.parse(markdown))
     return _blocks(tree.children, depth=0).strip("\n")
 

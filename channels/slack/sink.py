@@ -142,6 +142,7 @@ class SlackSink(ReplySink):
         self._shown = ""  # Markdown the chat.update message shows
         self._via_response_url = False  # the bot may not post in this channel
         self._flusher: asyncio.Task[None] | None = None
+        self._starting: asyncio.Handle | None = None  # the flusher, due on the next loop pass
         self._waiting = False
         self._closing = False
         self._last_flush: float | None = None
@@ -163,8 +164,9 @@ class SlackSink(ReplySink):
         self._parts.append(text)
         if self._via_response_url:  # a response_url takes 5 messages: keep them for the reply
             return
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush_loop())
+        if self._starting is None and (self._flusher is None or self._flusher.done()):
+            # On the loop's next pass: a reply that is final by then costs no task.
+            self._starting = asyncio.get_running_loop().call_soon(self._start_flushing)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
@@ -215,6 +217,11 @@ class SlackSink(ReplySink):
         self.activity.cancel()
 
     # -- streaming -------------------------------------------------------------------------
+
+    def _start_flushing(self) -> None:
+        self._starting = None
+        if not self._closing:
+            self._flusher = asyncio.ensure_future(self._flush_loop())
 
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()

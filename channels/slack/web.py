@@ -38,6 +38,9 @@ log = logging.getLogger("slashgate.slack")
 # DEBUG, so its webhook client gets a logger that never goes below INFO.
 _webhook_log = logging.getLogger("slashgate.slack.response_url")
 _webhook_log.setLevel(logging.INFO)
+# slack_sdk formats its DEBUG dump of every Web API request and answer whenever its logger's
+# own level is unset, shown or not: the clients log here, at DEBUG only if the gateway does.
+client_log = logging.getLogger("slashgate.slack.web")
 
 MAX_RATE_LIMIT_RETRIES = 3
 MAX_RETRY_AFTER = 60.0  # seconds; Slack's per-minute windows never ask for more
@@ -153,7 +156,7 @@ def web_client(base_url: str, token: str | None, *, persistent: bool = True) -> 
     """
     url = base_url if base_url.endswith("/") else base_url + "/"
     handlers = retry_handlers(RETRY if persistent else None)
-    return AsyncWebClient(token=token, base_url=url, retry_handlers=handlers)
+    return AsyncWebClient(token=token, base_url=url, retry_handlers=handlers, logger=client_log)
 
 
 def error_code(exc: BaseException) -> str:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
+
+import pytest
 
 from contract import Command
-from tests.slack.slack_fake import WAIT, Scripted, fake_slack
+from gateway.state import StoreUnavailable
+from tests.slack.slack_fake import WAIT, Scripted, command_body, fake_slack, signed_headers
 from tests.slack.slack_harness import Held, Recorder, ScriptedRuntime, slack_gateway
 
 DEPLOY = (Command(name="deploy", description="Deploy a build", hint="environment"),)
@@ -138,3 +143,46 @@ async def test_a_busy_session_rejects_a_slash_command_ephemerally(gateway_server
         "Retry in a moment.",
     }
     assert [m.text for m in fake.messages("C9")] == ["<@U1> ran `/deploy a`\nfirst done"]
+
+
+async def test_a_command_whose_text_says_payload_runs(gateway_server):
+    # An interactivity request carries a ``payload`` field; a command's text may say the word.
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        answer = await h.slack.command(
+            "/agent", "deploy payload", response_url=fake.response_url("p")
+        )
+        await h.channel.drain(WAIT)
+    assert answer == (200, "")
+    assert recorder.sources == ["/deploy payload"]
+
+
+async def test_a_command_the_store_cannot_journal_is_not_acknowledged(
+    gateway_server, monkeypatch: pytest.MonkeyPatch
+):
+    recorder = Recorder(DEPLOY)
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        journal = h.server.gateway.journal
+        append = journal.store.append
+
+        async def down(*args: Any, **kwargs: Any) -> None:
+            raise StoreUnavailable("the store is down")
+
+        monkeypatch.setattr(journal.store, "append", down)
+        body = command_body("/agent", "deploy prod", response_url=fake.response_url("s"))
+        headers = signed_headers(body, "application/x-www-form-urlencoded")
+        async with h.slack.session.post(h.slack.url, data=body, headers=headers) as resp:
+            refused = resp.status, resp.headers.get("Retry-After"), json.loads(await resp.text())
+        # Slack delivers it again once the store answers: then it runs.
+        monkeypatch.setattr(journal.store, "append", append)
+        headers = signed_headers(body, "application/x-www-form-urlencoded")
+        async with h.slack.session.post(h.slack.url, data=body, headers=headers) as resp:
+            accepted = resp.status, await resp.text()
+        await h.channel.drain(WAIT)
+    error = {
+        "code": "service_unavailable",
+        "message": "the gateway's store is unavailable, retry later",
+    }
+    assert refused == (503, "1", {"error": error})
+    assert accepted == (200, "")
+    assert recorder.sources == ["/deploy prod"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,6 +64,22 @@ def test_slash_command_sources():
 )
 def test_markdown_is_rendered_as_mrkdwn(markdown, mrkdwn):
     assert to_mrkdwn(markdown) == mrkdwn
+
+
+INERT = [*"a1 ,.;:?!'\"()/#+-=|%$^{}@", "é", "日"]
+MARKUP = [*"_*`[]<>&\\~\t", "**", "__", "~~", "](y)", "  ", "\u00a0", "\u0301"]
+
+
+def test_one_line_renders_as_the_paragraph_it_is():
+    # A line of plain words comes out as typed, without a Markdown parse: as parsed.
+    for p, q in itertools.product(INERT + MARKUP, repeat=2):
+        text = f"a{p}{q}b {p}b{q} c{q} {p} d {q}"
+        assert to_mrkdwn(text) == to_mrkdwn(text + "\n\n"), text
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello, world!", "see http://a.b/c (or not)", "日本 2"])
+def test_plain_words_come_out_as_typed(text):
+    assert to_mrkdwn(text) == text
 
 
 def test_chunks_split_at_paragraphs_and_keep_code_fences_balanced():
