@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
+from itertools import accumulate, count, repeat
+from operator import rshift, sub
 
-ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that take two UTF-16 units
+# CPython encodes "utf-16" (native order, with a byte order mark) without a codec lookup,
+# several times faster than "utf-16-le" on short text; only lengths are taken from it.
+_UTF16 = "utf-16"
 
 
 def has_astral(text: str) -> bool:
     """True when some character needs a surrogate pair (so code points != UTF-16 units)."""
-    return not text.isascii() and max(text) > "\uffff"
+    # Encoding is a copy in C for text without astral characters, one pass for the rest:
+    # far faster on long text than looking at every character from Python (max()).
+    return not text.isascii() and utf16_len(text) != len(text)
 
 
 def utf16_len(text: str) -> int:
-    if not has_astral(text):
+    if text.isascii():
         return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return len(text.encode(_UTF16, "surrogatepass")) // 2 - 1
+
+
+def utf16_ends(pieces: Iterable[str]) -> list[int]:
+    """The UTF-16 offset where each of the consecutive ``pieces`` ends: C loops only."""
+    sizes = map(len, map(str.encode, pieces, repeat(_UTF16), repeat("surrogatepass")))
+    # Each piece is a byte order mark (2 bytes) and then 2 bytes per code unit.
+    return list(map(sub, map(rshift, accumulate(sizes), repeat(1)), count(1)))
 
 
 def utf16_prefix(text: str, units: int) -> int:
