@@ -28,6 +28,7 @@ _SLASH = re.compile(r"/(?<!\S/)\S*")
 _TRAILING_PUNCT = ".,;:!?)"
 _REFERENCE = re.compile(rf"(@(?<!\S@)(file|branch|symbol):(\S*[^\s{re.escape(_TRAILING_PUNCT)}]))")
 _NEXT_WORD = re.compile(r"\s+(\S+)")
+_TAIL = 256  # characters of a message's end looked at for its trailing white space
 # Validation of the payload's two fields, without the layer of BaseModel.__init__.
 _PAYLOAD = ComposerInputPayload.__pydantic_validator__.validate_python
 
@@ -142,11 +143,11 @@ class SlashContract:
             end = _match_words(text, token_end, words) if words else token_end
             if end >= 0:
                 lead = (match.start(1) - 1, end)
-                args = text[end:].strip()
+                args = _rest(text, end)
                 return Classification(
                     self, text, "supported", command.name, name, args, other, source, lead
                 )
-        args = text[token_end:].strip()
+        args = _rest(text, token_end)
         if lowered in self.interactive_only:
             return Classification(self, text, "interactive_only", lowered, name, args, other)
         return Classification(self, text, "unsupported", None, name, args, other)
@@ -162,7 +163,7 @@ class SlashContract:
             return Classification(self, text, "not_slash")
         # An empty name or one that _NAME refuses (else _LEAD would have matched).
         typed = body.partition("@")[0] or None
-        return Classification(self, text, "invalid", None, typed, text[token_end:].strip())
+        return Classification(self, text, "invalid", None, typed, _rest(text, token_end))
 
     # -- user-facing texts ----------------------------------------------------------------
 
@@ -200,7 +201,7 @@ class SlashContract:
                 parts += _split(text[pos:start])
                 parts += (text[start:stop], "slash_command", name)
                 pos = stop
-        parts += _split(text[pos:])
+        parts += _split_from(text, pos)
         nodes = nodes_of(parts, has_astral(text))
         return _PAYLOAD({"source": text, "nodes": nodes})
 
@@ -252,6 +253,34 @@ def _split(text: str) -> list[str]:
     so the look-behind of _REFERENCE judges its first character as it would in the message.
     """
     return _REFERENCE.split(text) if "@" in text else [text]
+
+
+def _split_from(text: str, pos: int) -> list[str]:
+    """``_split(text[pos:])``, without copying a long text once more when no reference
+    starts before ``pos`` (as none does in a leading command).
+    """
+    if pos and text.find("@", pos) >= 0:
+        parts = _REFERENCE.split(text)
+        if len(parts[0]) >= pos:
+            parts[0] = parts[0][pos:]
+            return parts
+    return _split(text[pos:])
+
+
+def _rest(text: str, start: int) -> str:
+    """``text[start:].strip()``, in one copy for a long text: a copy of a long message is
+    megabytes, and a fresh allocation's page faults, each time.
+    """
+    cut = len(text) - _TAIL
+    if start >= cut:
+        return text[start:].strip()
+    start = _LEADING_WS.match(text, start).end()  # type: ignore[union-attr]
+    tail = text[max(start, cut) :].rstrip()
+    if start >= cut:
+        return tail
+    if not tail:  # white space runs past the tail
+        return text[start:].rstrip()
+    return text[start : cut + len(tail)]
 
 
 def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False) -> int:

@@ -148,8 +148,7 @@ def _plainly_valid(source: str, nodes: list[Any], strict_names: bool) -> bool:
     ):
         return False
     # The pieces make up the source; each is its slice when its length is its span.
-    lengths = utf16_ends(raws) if has_astral(source) else list(accumulate(map(len, raws)))
-    if lengths != ends:
+    if (utf16_ends(raws) if has_astral(source) else list(accumulate(map(len, raws)))) != ends:
         return False
     marks = list(map(ne, kinds, repeat("text")))
     value_kinds = list(compress(kinds, marks))
