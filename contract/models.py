@@ -100,7 +100,8 @@ class Nodes(Sequence[ComposerNode]):
     __slots__ = ("_columns", "_models", "_rows")
 
     def __init__(self, rows: Sequence[Row] = (), models: tuple[ComposerNode, ...] | None = None):
-        self._rows: Sequence[Row] | None = rows if models is None else _rows(models)
+        # Made from models (a validated payload), the rows wait until someone needs them.
+        self._rows: Sequence[Row] | None = rows if models is None else None
         self._columns: Columns | None = None
         self._models = models
 
@@ -125,7 +126,10 @@ class Nodes(Sequence[ComposerNode]):
     @property
     def rows(self) -> Sequence[Row]:
         if self._rows is None:
-            self._rows = tuple(zip(*self.columns, strict=True))
+            if self._columns is not None:
+                self._rows = tuple(zip(*self._columns, strict=True))
+            else:
+                self._rows = _rows(self._models or ())
         return self._rows
 
     @property
@@ -142,7 +146,8 @@ class Nodes(Sequence[ComposerNode]):
 
     def dump(self) -> list[dict[str, Any]]:
         """The nodes as ``model_dump`` gives them (no node has a None field to exclude)."""
-        rows = self._rows if self._rows is not None else zip(*self.columns, strict=True)
+        columns = self._columns
+        rows = zip(*columns, strict=True) if columns is not None else self.rows
         return [
             {"kind": kind, "start": start, "end": end, "raw": raw}
             if value is None
@@ -151,6 +156,8 @@ class Nodes(Sequence[ComposerNode]):
         ]
 
     def __len__(self) -> int:
+        if self._models is not None:
+            return len(self._models)
         return len(self._rows if self._rows is not None else self.columns[0])
 
     @overload
