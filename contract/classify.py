@@ -29,6 +29,7 @@ _TRAILING_PUNCT = ".,;:!?)"
 _REFERENCE = re.compile(rf"(@(?<!\S@)(file|branch|symbol):(\S*[^\s{re.escape(_TRAILING_PUNCT)}]))")
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _TAIL = 256  # characters of a message's end looked at for its trailing white space
+_LONG = 4096  # characters: from here a copy of the text costs more than avoiding it
 # Validation of the payload's two fields, without the layer of BaseModel.__init__.
 _PAYLOAD = ComposerInputPayload.__pydantic_validator__.validate_python
 
@@ -143,7 +144,7 @@ class SlashContract:
             end = _match_words(text, token_end, words) if words else token_end
             if end >= 0:
                 lead = (match.start(1) - 1, end)
-                args = _rest(text, end)
+                args = text[end:].strip() if len(text) < _LONG else _rest(text, end)
                 return Classification(
                     self, text, "supported", command.name, name, args, other, source, lead
                 )
@@ -194,14 +195,16 @@ class SlashContract:
         parts: list[str] = []
         pos = 0
         if lead is not None and command is not None:
-            parts += (text[: lead[0]], text[lead[0] : lead[1]], "slash_command", command)
+            parts = [text[: lead[0]], text[lead[0] : lead[1]], "slash_command", command]
             pos = lead[1]
-        if text.find("/", pos) >= 0:
-            for start, stop, name in self._inline_commands(text, pos):
-                parts += _split(text[pos:start])
-                parts += (text[start:stop], "slash_command", name)
-                pos = stop
-        parts += _split_from(text, pos)
+        inline = self._inline_commands(text, pos) if text.find("/", pos) >= 0 else ()
+        for start, stop, name in inline:
+            parts += _split(text[pos:start])
+            parts += (text[start:stop], "slash_command", name)
+            pos = stop
+        # A long text after its leading command only is split whole, not copied first.
+        whole = not inline and len(text) >= _LONG
+        parts += _split_from(text, pos) if whole else _split(text[pos:])
         nodes = nodes_of(parts, has_astral(text))
         return _PAYLOAD({"source": text, "nodes": nodes})
 
@@ -256,8 +259,8 @@ def _split(text: str) -> list[str]:
 
 
 def _split_from(text: str, pos: int) -> list[str]:
-    """``_split(text[pos:])``, without copying a long text once more when no reference
-    starts before ``pos`` (as none does in a leading command).
+    """``_split(text[pos:])``, without copying the text once more when no reference starts
+    before ``pos`` (as none does in a leading command).
     """
     if pos and text.find("@", pos) >= 0:
         parts = _REFERENCE.split(text)
