@@ -521,7 +521,9 @@ class Gateway:
                 reply = replace(reply, text=f"{reply.text}\n\n{FILES_NOT_SENT}")
             return await self._finish(sink, result, None, reply, entry)
 
-        forwarded = await contract_work(message.text, self._composer_input, result, conv.aliases)
+        forwarded = await contract_work(
+            conv.key, message.text, self._composer_input, result, conv.aliases
+        )
         slash = result.kind == "supported"
         name = result.command if slash else None
         agent_name = conv.aliases.get(name.lower(), name) if name else None
