@@ -67,6 +67,9 @@ async def poll(url: str) -> None:
     closed = asyncio.ensure_future(until_stdin_closes())
     samples: list[tuple[float, float]] = []
     async with aiohttp.ClientSession() as session:
+        async with session.get(f"{url}/healthz") as response:
+            await response.read()
+        print("ready", flush=True)
         while not closed.done():
             start = time.monotonic()
             async with session.get(f"{url}/healthz") as response:
@@ -119,6 +122,8 @@ async def measure(rounds: int, pause: float) -> Result:
     assert server.stdout is not None
     url = (await asyncio.wait_for(server.stdout.readline(), 60)).decode().split()[-1]
     poller = await child(POLL, url)
+    assert poller.stdout is not None
+    await asyncio.wait_for(poller.stdout.readline(), 60)  # its first health check
     spans: dict[str, list[tuple[float, float]]] = {name: [] for name in SIZES}
     bodies = {name: body(size) for name, size in SIZES.items()}
     headers = {"Content-Type": "application/json"}
