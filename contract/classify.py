@@ -3,28 +3,35 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Literal
 
 from .catalog import Catalog, Category, categorize
-from .models import Command, ComposerInputPayload, Nodes, Row
-from .utf16 import ASTRAL, has_astral
+from .models import Command, ComposerInputPayload
+from .pieces import nodes_of
+from .utf16 import has_astral
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
 Source = Literal["runtime", "gateway"]
 
 # Python's \s is str.isspace(): any Unicode white space, the same test .strip() uses.
 _LEADING_WS = re.compile(r"\s*")
+# The usual first token in one match: "/name", maybe "@addressee", then white space or the
+# end. What it refuses is not_slash or invalid (``_not_a_command``).
+_LEAD = re.compile(r"\s*/([A-Za-z0-9][A-Za-z0-9_:.-]*)(?:@([^\s/]*))?(?!\S)")
 _TOKEN = re.compile(r"\S+")
-# A token that could be a node: "/" or "@" at the start or after white space.
-_CANDIDATE = re.compile(r"(?<!\S)[/@]\S*")
-# The look-behind after the first character lets the regex engine skip to "/" and "@".
-_REFERENCE = r"@(?<!\S@)(?:file|branch|symbol):\S*"
-_NEXT_WORD = re.compile(r"\s+(\S+)")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_:.-]*")
+# A token that could be an inline command: "/" at the start or after white space. The
+# look-behinds after the first character let the regex engine skip to "/" and "@".
+_SLASH = re.compile(r"/(?<!\S/)\S*")
+# A reference, split into (raw, kind, value): its value ends before trailing punctuation
+# (\S* backtracks over that punctuation only, so the match is linear in the token).
 _TRAILING_PUNCT = ".,;:!?)"
-_REFERENCES = ("@file:", "@branch:", "@symbol:")
+_REFERENCE = re.compile(rf"(@(?<!\S@)(file|branch|symbol):(\S*[^\s{re.escape(_TRAILING_PUNCT)}]))")
+_NEXT_WORD = re.compile(r"\s+(\S+)")
+_TAIL = 256  # characters of a message's end looked at for its trailing white space
+_LONG = 4096  # characters: from here a copy of the text costs more than avoiding it
+# Validation of the payload's two fields, without the layer of BaseModel.__init__.
+_PAYLOAD = ComposerInputPayload.__pydantic_validator__.validate_python
 
 # (remaining lower-cased words, canonical command, source); longest first per first word.
 _Entry = tuple[tuple[str, ...], Command, Source]
@@ -46,12 +53,11 @@ class Classification:
         "typed",
     )
 
-    def __init__(
+    def __init__(  # positional: one is made per message
         self,
         contract: SlashContract,
         text: str,
         kind: Kind,
-        *,
         command: str | None = None,
         typed: str | None = None,
         args: str = "",
@@ -105,7 +111,7 @@ class SlashContract:
         self.bot_username = bot_username.lstrip("@").lower() if bot_username else None
         self.catalog = catalog or Catalog()
         self._index = self._build_index()
-        self._candidates: re.Pattern[str] | None = None
+        self._slashes: re.Pattern[str] | None = None
 
     def _build_index(self) -> dict[str, list[_Entry]]:
         index: dict[str, dict[tuple[str, ...], _Entry]] = {}
@@ -127,6 +133,28 @@ class SlashContract:
     # -- classification -------------------------------------------------------------------
 
     def classify(self, text: str) -> Classification:
+        match = _LEAD.match(text)
+        if match is None:
+            return self._not_a_command(text)
+        name, addressee = match.groups()
+        token_end = match.end()
+        other = bool(addressee and self.bot_username and addressee.lower() != self.bot_username)
+        lowered = name.lower()
+        for words, command, source in self._index.get(lowered, ()):
+            end = _match_words(text, token_end, words) if words else token_end
+            if end >= 0:
+                lead = (match.start(1) - 1, end)
+                args = text[end:].strip() if len(text) < _LONG else _rest(text, end)
+                return Classification(
+                    self, text, "supported", command.name, name, args, other, source, lead
+                )
+        args = _rest(text, token_end)
+        if lowered in self.interactive_only:
+            return Classification(self, text, "interactive_only", lowered, name, args, other)
+        return Classification(self, text, "unsupported", None, name, args, other)
+
+    def _not_a_command(self, text: str) -> Classification:
+        """``not_slash`` or ``invalid``: every input whose first token ``_LEAD`` refuses."""
         start = _LEADING_WS.match(text).end()  # type: ignore[union-attr]
         if not text.startswith("/", start) or text.startswith("//", start):
             return Classification(self, text, "not_slash")
@@ -134,39 +162,9 @@ class SlashContract:
         body = text[start + 1 : token_end]
         if "/" in body:
             return Classification(self, text, "not_slash")
-        name, _, addressee = body.partition("@")
-        if not name:
-            return Classification(self, text, "invalid", args=text[token_end:].strip())
-        if not _NAME.fullmatch(name):
-            return Classification(self, text, "invalid", typed=name, args=text[token_end:].strip())
-        other = bool(addressee and self.bot_username and addressee.lower() != self.bot_username)
-        lowered = name.lower()
-        for words, command, source in self._index.get(lowered, ()):
-            end = _match_words(text, token_end, words)
-            if end >= 0:
-                return Classification(
-                    self,
-                    text,
-                    "supported",
-                    command=command.name,
-                    typed=name,
-                    args=text[end:].strip(),
-                    for_other_bot=other,
-                    source=source,
-                    lead=(start, end),
-                )
-        args = text[token_end:].strip()
-        if lowered in self.interactive_only:
-            return Classification(
-                self,
-                text,
-                "interactive_only",
-                command=lowered,
-                typed=name,
-                args=args,
-                for_other_bot=other,
-            )
-        return Classification(self, text, "unsupported", typed=name, args=args, for_other_bot=other)
+        # An empty name or one that _NAME refuses (else _LEAD would have matched).
+        typed = body.partition("@")[0] or None
+        return Classification(self, text, "invalid", None, typed, _rest(text, token_end))
 
     # -- user-facing texts ----------------------------------------------------------------
 
@@ -191,73 +189,101 @@ class SlashContract:
     def build_payload(
         self, text: str, lead: tuple[int, int] | None, command: str | None
     ) -> ComposerInputPayload:
-        rows: list[Row] = []  # offsets in code points until _in_utf16
+        # The pieces of contract.pieces: references split out by one regex, commands added
+        # in the same shape; a 1 MiB message has tens of thousands of nodes, and a Python
+        # step per node is what would cost.
+        parts: list[str] = []
         pos = 0
         if lead is not None and command is not None:
-            if lead[0]:
-                rows.append(("text", 0, lead[0], text[: lead[0]], None))
-            rows.append(("slash_command", lead[0], lead[1], text[lead[0] : lead[1]], command))
+            parts = [text[: lead[0]], text[lead[0] : lead[1]], "slash_command", command]
             pos = lead[1]
-        if pos < len(text):
-            self._scan_inline(text, pos, rows)
-        if has_astral(text):
-            rows = _in_utf16(text, rows)
-        return ComposerInputPayload(source=text, nodes=Nodes(rows))
+        inline = self._inline_commands(text, pos) if text.find("/", pos) >= 0 else ()
+        for start, stop, name in inline:
+            parts += _split(text[pos:start])
+            parts += (text[start:stop], "slash_command", name)
+            pos = stop
+        # A long text after its leading command only is split whole, not copied first.
+        whole = not inline and len(text) >= _LONG
+        parts += _split_from(text, pos) if whole else _split(text[pos:])
+        nodes = nodes_of(parts, has_astral(text))
+        return _PAYLOAD({"source": text, "nodes": nodes})
 
-    def _candidate_pattern(self) -> re.Pattern[str]:
-        """Tokens that may be nodes: a known command's first word (any case, trailing
-        punctuation allowed) or a reference. A superset of what ``_inline_node`` takes, so
-        that it is called for few tokens besides the nodes themselves.
+    def _slash_pattern(self) -> re.Pattern[str] | None:
+        """Tokens that may be inline commands: a known command's first word (any case,
+        trailing punctuation allowed). A superset of what ``_inline_command`` takes, so that
+        it is called for few tokens besides the commands themselves.
         """
-        if self._candidates is None:
+        if self._slashes is None and self._index:
             words = sorted(self._index, key=len, reverse=True)
             if all(word.isascii() for word in words):  # re's case folding equals .lower()
                 names = "|".join(re.escape(word) for word in words)
                 punct = re.escape(_TRAILING_PUNCT)
-                slash = f"/(?<!\\S/)(?i:{names})[{punct}]*(?!\\S)" if words else ""
-                self._candidates = re.compile(f"{slash}|{_REFERENCE}" if slash else _REFERENCE)
+                self._slashes = re.compile(f"/(?<!\\S/)(?i:{names})[{punct}]*(?!\\S)")
             else:
-                self._candidates = _CANDIDATE
-        return self._candidates
+                self._slashes = _SLASH
+        return self._slashes
 
-    def _scan_inline(self, text: str, pos: int, rows: list[Row]) -> None:
-        """Appends nodes covering text[pos:]: known /commands and @kind: references."""
-        text_start = pos
-        if "/" in text or "@" in text:
-            for match in self._candidate_pattern().finditer(text, pos):
-                found = self._inline_node(text, match.start(), match.end())
-                if found is None:
-                    continue
-                start, end = found[1], found[2]
-                if start > text_start:
-                    rows.append(("text", text_start, start, text[text_start:start], None))
-                rows.append(found)
-                text_start = end
-        if text_start < len(text):
-            rows.append(("text", text_start, len(text), text[text_start:], None))
+    def _inline_commands(self, text: str, pos: int) -> list[tuple[int, int, str]]:
+        """(start, stop, canonical name) of every known /command in text[pos:]."""
+        pattern = self._slash_pattern()
+        found: list[tuple[int, int, str]] = []
+        for match in pattern.finditer(text, pos) if pattern is not None else ():
+            start = match.start()
+            if start < pos:  # inside the words of the multi-word command before it
+                continue
+            command = self._inline_command(text, start, match.end())
+            if command is not None:
+                found.append(command)
+                pos = command[1]
+        return found
 
-    def _inline_node(self, text: str, start: int, end: int) -> Row | None:
-        first = text[start]
-        if first == "/":
-            token = text[start + 1 : end]
-            stripped = token.rstrip(_TRAILING_PUNCT)
-            for words, command, _ in self._index.get(stripped.lower(), ()):
-                if not words:
-                    stop = start + 1 + len(stripped)
-                    return ("slash_command", start, stop, text[start:stop], command.name)
-                # A multi-word name continues only after a bare first word.
-                stop = _match_words(text, end, words, tail=True) if stripped == token else -1
-                if stop >= 0:
-                    return ("slash_command", start, stop, text[start:stop], command.name)
-            return None
-        if first == "@":
-            for prefix in _REFERENCES:
-                if text.startswith(prefix, start):
-                    value = text[start + len(prefix) : end].rstrip(_TRAILING_PUNCT)
-                    if value:
-                        stop = start + len(prefix) + len(value)
-                        return (prefix[1:-1], start, stop, text[start:stop], value)
+    def _inline_command(self, text: str, start: int, end: int) -> tuple[int, int, str] | None:
+        token = text[start + 1 : end]
+        stripped = token.rstrip(_TRAILING_PUNCT)
+        for words, command, _ in self._index.get(stripped.lower(), ()):
+            if not words:
+                return start, start + 1 + len(stripped), command.name
+            # A multi-word name continues only after a bare first word.
+            stop = _match_words(text, end, words, tail=True) if stripped == token else -1
+            if stop >= 0:
+                return start, stop, command.name
         return None
+
+
+def _split(text: str) -> list[str]:
+    """``text`` around its references: text, (raw, kind, value, text) for each one. The
+    caller's slice starts after white space, punctuation or a command (never inside a token),
+    so the look-behind of _REFERENCE judges its first character as it would in the message.
+    """
+    return _REFERENCE.split(text) if "@" in text else [text]
+
+
+def _split_from(text: str, pos: int) -> list[str]:
+    """``_split(text[pos:])``, without copying the text once more when no reference starts
+    before ``pos`` (as none does in a leading command).
+    """
+    if pos and text.find("@", pos) >= 0:
+        parts = _REFERENCE.split(text)
+        if len(parts[0]) >= pos:
+            parts[0] = parts[0][pos:]
+            return parts
+    return _split(text[pos:])
+
+
+def _rest(text: str, start: int) -> str:
+    """``text[start:].strip()``, in one copy for a long text: a copy of a long message is
+    megabytes, and a fresh allocation's page faults, each time.
+    """
+    cut = len(text) - _TAIL
+    if start >= cut:
+        return text[start:].strip()
+    start = _LEADING_WS.match(text, start).end()  # type: ignore[union-attr]
+    tail = text[max(start, cut) :].rstrip()
+    if start >= cut:
+        return tail
+    if not tail:  # white space runs past the tail
+        return text[start:].rstrip()
+    return text[start : cut + len(tail)]
 
 
 def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False) -> int:
@@ -279,22 +305,3 @@ def _match_words(text: str, pos: int, words: tuple[str, ...], tail: bool = False
             return -1
         pos = match.end()
     return pos
-
-
-def _in_utf16(text: str, rows: list[Row]) -> list[Row]:
-    """Rows with UTF-16 offsets: a code point offset plus the astral characters before it,
-    counted in one walk along the (ordered) rows.
-    """
-    astral = [match.start() for match in ASTRAL.finditer(text)]
-    converted: list[Row] = []
-    seen, count = 0, len(astral)  # seen: astral characters before the previous row's end
-    for kind, start, end, raw, value in rows:
-        if seen and astral[seen - 1] >= start:  # this row starts inside the previous one
-            seen = bisect_left(astral, start)
-        while seen < count and astral[seen] < start:
-            seen += 1
-        u_start = start + seen
-        while seen < count and astral[seen] < end:
-            seen += 1
-        converted.append((kind, u_start, end + seen, raw, value))
-    return converted

@@ -42,6 +42,7 @@ from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .inventory import hygienic, unalias
 from .journal import Held, Journal, replica_name, reply_from, reply_record
 from .metrics import Metrics
+from .offload import contract_work
 from .runtimes.base import Runtime, SessionInfo, Turn
 from .state import Entry, StateStore, StoreUnavailable, TimedStore, open_store
 from .tasks import BackgroundTasks
@@ -550,7 +551,9 @@ class Gateway:
                 reply = replace(reply, text=f"{reply.text}\n\n{FILES_NOT_SENT}")
             return await self._finish(sink, result, None, reply, entry)
 
-        forwarded = self._composer_input(result, conv.aliases)
+        forwarded = await contract_work(
+            conv.key, message.text, self._composer_input, result, conv.aliases
+        )
         slash = result.kind == "supported"
         name = result.command if slash else None
         agent_name = conv.aliases.get(name.lower(), name) if name else None
