@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/journal.py
 	$(BIN)/python bench/replicas.py
+	$(BIN)/python bench/stall.py
 
 clean:
 	rm -rf $(VENV) .tools
