@@ -45,7 +45,7 @@ from bench.servers import SLACK_SECRET, TELEGRAM_SECRET  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
-CHATS_PER_USER = 4  # Telegram: each simulated user writes in this many chats in turn
+CHATS_PER_USER = 4  # each simulated user writes in this many chats (channels) in turn
 
 
 def cpu_seconds(pid: int) -> float:
@@ -151,6 +151,8 @@ def telegram_request(url: str, fake: FakePlatform) -> Request:
 
 
 _trigger_ids = iter(range(1, 1 << 62))
+# Commands per (server, user): the ack timings make a request function per command.
+_slack_sent: Counter[tuple[str, int]] = Counter()
 
 
 def slack_signed(body: str) -> dict[str, str]:
@@ -166,7 +168,11 @@ def slack_signed(body: str) -> dict[str, str]:
 
 def slack_request(url: str, fake: FakeSlack, acks: list[float] | None = None) -> Request:
     async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
-        channel = f"C{worker}"
+        # Channels of the user's own, in turn, as for Telegram: a channel is held until its
+        # reply is journaled as delivered, and a command that comes the instant the reply
+        # lands would find it busy with the SQLite store.
+        _slack_sent[url, worker] += 1
+        channel = f"C{worker}-{_slack_sent[url, worker] % CHATS_PER_USER}"
         body = urlencode(
             {
                 "token": "legacy", "team_id": "T1", "team_domain": "bench",
