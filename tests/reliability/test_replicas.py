@@ -158,7 +158,12 @@ async def test_redis_restarted_under_a_running_turn(tmp_path: Path):
         await redis.start()
         await until(fake, lambda: bool(fake.texts(3)))
         assert fake.texts(3) == ["1/2\n2/2\ndone"]
-        assert await deliver(a, message_update(4, "/echo refused", update_id=31)) == 200
+        # Telegram delivers again after each 503: the first redeliveries may still meet a
+        # connection of the pool that died with Redis.
+        statuses = [await deliver(a, message_update(4, "/echo refused", update_id=31))]
+        while statuses[-1] == 503 and len(statuses) < 10:
+            statuses.append(await deliver(a, message_update(4, "/echo refused", update_id=31)))
+        assert statuses[-1] == 200, statuses
         await until(fake, lambda: bool(fake.texts(4)))
         assert fake.texts(4) == ["refused"]
         assert fake.texts(3) == ["1/2\n2/2\ndone"]  # one reply, whatever Redis went through
