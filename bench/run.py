@@ -124,9 +124,9 @@ def telegram_request(url: str, fake: FakePlatform) -> Request:
     sent: Counter[int] = Counter()  # messages per user
 
     async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
-        # Private chats of the user's own, in turn. A chat is held until its reply is journaled
-        # as delivered, just after the send: a slash command written the instant the reply
-        # lands (in the same chat) can find it busy, with the SQLite store's slower journal.
+        # Private chats of the user's own, in turn. A chat is held until the reply's send
+        # returns: a slash command written the instant the reply lands at the fake (in the
+        # same chat) can reach the server before that and find the chat busy.
         sent[worker] += 1
         chat = CHATS_PER_USER * worker + 1 + sent[worker] % CHATS_PER_USER
         update_id = next(_update_ids)
@@ -168,9 +168,9 @@ def slack_signed(body: str) -> dict[str, str]:
 
 def slack_request(url: str, fake: FakeSlack, acks: list[float] | None = None) -> Request:
     async def request(session: aiohttp.ClientSession, worker: int, n: int) -> None:
-        # Channels of the user's own, in turn, as for Telegram: a channel is held until its
-        # reply is journaled as delivered, and a command that comes the instant the reply
-        # lands would find it busy with the SQLite store.
+        # Channels of the user's own, in turn, as for Telegram: a channel is held until the
+        # reply's send returns, and a command that comes the instant the reply lands at the
+        # fake could find it busy.
         _slack_sent[url, worker] += 1
         channel = f"C{worker}-{_slack_sent[url, worker] % CHATS_PER_USER}"
         body = urlencode(

@@ -581,7 +581,8 @@ class Gateway:
         elif "accepted" in hooks:
             await _safely(sink.accepted(result, forwarded))
         # The slot is held until the reply is delivered: the next turn of this conversation
-        # may not reply before it.
+        # may not reply before it. It is not held for the journal's "delivered" write after
+        # that: a command sent the instant the reply lands must not find the chat busy.
         held: Held | None = None
         holder: asyncio.Task[None] | None = None
         try:
@@ -602,16 +603,19 @@ class Gateway:
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await self.journal.mark(entry, held.lease if held else None)
-            return await self._finish(sink, result, forwarded, reply, entry)
+            outcome = await self._deliver(sink, result, forwarded, reply)
         except StoreUnavailable as exc:  # no turn order to be had across replicas
             reply = self._failure(self._base.categorize(str(exc)), name, str(exc))
-            return await self._finish(sink, result, forwarded, reply, entry)
+            outcome = await self._deliver(sink, result, forwarded, reply)
         finally:
             if holder is not None:
                 holder.cancel()
             if held is not None:
                 await self.journal.release(held)
             conv.release()
+        if entry is not None:
+            await self.journal.finish(entry)
+        return outcome
 
     async def _finish(
         self,
@@ -620,6 +624,18 @@ class Gateway:
         forwarded: ComposerInputMessage | None,
         reply: Reply,
         entry: Entry | None = None,
+    ) -> Outcome:
+        outcome = await self._deliver(sink, result, forwarded, reply)
+        if entry is not None:
+            await self.journal.finish(entry)
+        return outcome
+
+    async def _deliver(
+        self,
+        sink: ReplySink,
+        result: Classification,
+        forwarded: ComposerInputMessage | None,
+        reply: Reply,
     ) -> Outcome:
         outcome = Outcome(result, forwarded, reply)
         hooks = _hooks(type(sink))
@@ -633,8 +649,6 @@ class Gateway:
                 await sink.completed(outcome)
         except Exception:
             log.exception(_RENDER_FAILED)
-        if entry is not None:
-            await self.journal.finish(entry)
         return outcome
 
     def failure_reply(

@@ -16,6 +16,8 @@ from gateway.inbound import InboundMessage, Outcome
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
 from gateway.runtimes.embedded import demo_bot
+from gateway.state import Entry
+from gateway.state.memory import MemoryStore
 from tests.conftest import make_settings
 from tests.probe import Probe, RecordingSink, until
 
@@ -410,3 +412,46 @@ async def test_a_cancelled_waiter_stays_cancelled_when_the_slot_is_released() ->
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert not conv.busy
+
+
+class _SlowToForget(MemoryStore):
+    """A store whose "delivered" write of the first entry waits until the test lets it
+    through (a slow fsync).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.first: str | None = None
+
+    async def append(
+        self, entry: Entry, claim: str | None, ttl: float, value: Any = 1
+    ) -> Entry | None:
+        self.first = self.first or entry.id
+        return await super().append(entry, claim, ttl, value)
+
+    async def finish(self, entry: Entry) -> None:
+        if entry.id == self.first:
+            await self.gate.wait()
+        await super().finish(entry)
+
+
+async def test_a_command_sent_as_the_reply_lands_is_not_busy_while_the_journal_writes() -> None:
+    store = _SlowToForget()
+    gateway = Gateway(make_settings(), demo_bot(), store)
+    await gateway.start()
+    try:
+        first_entry = await gateway.accept("test", "c1", {"text": "/echo one"})
+        first_sink = RecordingSink()
+        first = asyncio.create_task(gateway.handle(message("/echo one"), first_sink, first_entry))
+        await until(lambda: bool(first_sink.finals))  # the user has the reply
+        assert not first.done(), "the delivered write is still under way"
+        second_entry = await gateway.accept("test", "c1", {"text": "/echo two"})
+        second = await gateway.handle(message("/echo two"), RecordingSink(), second_entry)
+        assert second.reply is not None and second.reply.text == "two"
+        store.gate.set()
+        await asyncio.wait_for(first, WAIT)
+        assert await store.pending() == [], "both inputs were marked delivered"
+    finally:
+        store.gate.set()
+        await gateway.stop()
