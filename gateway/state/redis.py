@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from redis import asyncio as aioredis
+from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
-from redis.retry import Retry
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, encode
 
@@ -131,7 +131,8 @@ class RedisStore(StateStore):
                 self.url,
                 socket_timeout=5,
                 socket_connect_timeout=2,
-                # A dropped connection or a restarted server: tried again a few times, briefly.
+                # A dropped connection or a restarted server: tried again a few times, briefly
+                # (the asyncio client's own Retry: given redis.retry's, it never retries).
                 retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
                 retry_on_error=[ConnectionError, TimeoutError],
                 health_check_interval=30,

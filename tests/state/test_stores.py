@@ -180,6 +180,19 @@ async def test_redis_down_is_store_unavailable_and_up_again_works(tmp_path: Path
         await store.close()
 
 
+@pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+async def test_connections_that_died_with_a_restarted_redis_are_replaced_unseen(tmp_path: Path):
+    async with redis_server(tmp_path) as server:
+        store = RedisStore(server.url)
+        await store.open()
+        await asyncio.gather(*(store.set(f"k{n}", n) for n in range(5)))  # 5 pooled connections
+        await server.restart()
+        for n in range(5):  # each pooled connection is found dead once, and replaced
+            await store.set(f"k{n}", n)
+        assert await store.get("k4") == 4
+        await store.close()
+
+
 async def test_a_task_cancelled_mid_operation_ends_cancelled(store: StateStore):
     # A cancel must reach the caller wherever it lands in a store call: a swallowed one
     # leaves loops (a replica's leader lease) running, and shutdown hangs.
