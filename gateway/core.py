@@ -603,10 +603,10 @@ class Gateway:
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await self.journal.mark(entry, held.lease if held else None)
-            outcome = await self._deliver(sink, result, forwarded, reply)
+            outcome = await self._finish(sink, result, forwarded, reply)
         except StoreUnavailable as exc:  # no turn order to be had across replicas
             reply = self._failure(self._base.categorize(str(exc)), name, str(exc))
-            outcome = await self._deliver(sink, result, forwarded, reply)
+            outcome = await self._finish(sink, result, forwarded, reply)
         finally:
             if holder is not None:
                 holder.cancel()
@@ -625,18 +625,9 @@ class Gateway:
         reply: Reply,
         entry: Entry | None = None,
     ) -> Outcome:
-        outcome = await self._deliver(sink, result, forwarded, reply)
-        if entry is not None:
-            await self.journal.finish(entry)
-        return outcome
-
-    async def _deliver(
-        self,
-        sink: ReplySink,
-        result: Classification,
-        forwarded: ComposerInputMessage | None,
-        reply: Reply,
-    ) -> Outcome:
+        """Deliver the reply, then journal ``entry`` as delivered (without it: the caller
+        does, once it has let the conversation go).
+        """
         outcome = Outcome(result, forwarded, reply)
         hooks = _hooks(type(sink))
         try:
@@ -649,6 +640,8 @@ class Gateway:
                 await sink.completed(outcome)
         except Exception:
             log.exception(_RENDER_FAILED)
+        if entry is not None:
+            await self.journal.finish(entry)
         return outcome
 
     def failure_reply(
