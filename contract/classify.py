@@ -138,8 +138,10 @@ class SlashContract:
         if addressee and self.bot_username:
             other = addressee.lower() != self.bot_username
         token_end = match.end()
-        lowered = name.lower()
-        for words, command, source in self._index.get(lowered, ()):
+        entries = self._index.get(name)  # most commands are typed in lower case
+        if entries is None:
+            entries = self._index.get(name.lower(), ())
+        for words, command, source in entries:
             end = _match_words(text, token_end, words) if words else token_end
             if end >= 0:
                 lead = (match.start(1) - 1, end)
@@ -148,6 +150,7 @@ class SlashContract:
                     self, text, "supported", command, name, args, other, source, lead
                 )
         args = _rest(text, token_end)
+        lowered = name.lower()
         if lowered in self.interactive_only:
             return Classification(self, text, "interactive_only", lowered, name, args, other)
         return Classification(self, text, "unsupported", None, name, args, other)
@@ -205,8 +208,9 @@ class SlashContract:
             parts += _split(text[pos:])
         elif len(text) >= _LONG:  # after its leading command only: split whole, not copied
             parts += _split_from(text, pos)
-        else:
-            parts += _split(text[pos:])
+        else:  # ``_split``, inline: most messages take this way
+            rest = text[pos:]
+            parts += _REFERENCE.split(rest) if "@" in rest else (rest,)
         astral = not text.isascii() and has_astral(text)
         return built_payload(text, Nodes.from_pieces(parts, astral))
 

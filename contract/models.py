@@ -273,6 +273,10 @@ _DUMPED = core_schema.tuple_schema(
 )
 
 
+# ``Nodes | None`` made once: the expression makes a new union object each time.
+_PLAIN = (Nodes, type(None))
+
+
 class ComposerInputPayload(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -287,7 +291,7 @@ class ComposerInputPayload(BaseModel):
         same in both modes. Any other option goes through pydantic.
         """
         nodes = self.nodes
-        if options or mode not in ("python", "json") or not isinstance(nodes, Nodes | None):
+        if options or mode not in ("python", "json") or not isinstance(nodes, _PLAIN):
             return super().model_dump(mode=mode, exclude_none=exclude_none, **options)
         if nodes is None:
             dump: dict[str, Any] = {"source": self.source}
