@@ -110,7 +110,7 @@ class SlashContract:
         self._index = self._build_index()
         self._slashes: re.Pattern[str] | None = None
 
-    def _build_index(self) -> dict[str, list[_Entry]]:
+    def _build_index(self) -> dict[str, tuple[_Entry, ...]]:
         index: dict[str, dict[tuple[str, ...], _Entry]] = {}
         # Host commands go last so that they overwrite a runtime command of the same name.
         layers: tuple[tuple[Source, tuple[Command, ...]], ...] = (
@@ -123,7 +123,7 @@ class SlashContract:
                 if words:
                     index.setdefault(words[0], {})[words] = (words[1:], command.name, source)
         return {
-            first: sorted(entries.values(), key=lambda e: len(e[0]), reverse=True)
+            first: tuple(sorted(entries.values(), key=lambda e: len(e[0]), reverse=True))
             for first, entries in index.items()
         }
 
