@@ -1,11 +1,16 @@
 """The figures of one process: the contract on one short message, its cost against the input
 size, and memory per idle conversation (bench/memory.py, in a process of its own).
+
+Run alone, it prints the contract's two rows of ``make bench`` (``--conversations N`` adds
+the memory row): ``python bench/micro.py [--runs N]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -14,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from contract import Command, SlashContract, composer_input_problems
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from contract import Command, SlashContract, composer_input_problems  # noqa: E402
+
 SHORT = "/echo deploy @file:a.py to dev"  # 30 characters: a command, a reference, words
 SIZES = (64 * 1024, 128 * 1024, 256 * 1024, 512 * 1024, 1024 * 1024)  # UTF-8 bytes
 # One line of a long message (a pasted report): words, a reference, an emoji, a mention, a
@@ -114,16 +121,37 @@ class Figures:
 
 
 def measure(conversations: int) -> Figures:
+    """Every figure; the memory one only for ``conversations`` > 0."""
     slash = contract()
     assert len(SHORT) == 30
     assert slash.classify(SHORT).payload.model_dump(mode="json", exclude_none=True)["nodes"]
     short = per_call_us(lambda: slash.classify(SHORT).payload)
     baseline = per_call_us(lambda: json.dumps({"text": SHORT}))
     times = [full_cost_ms(slash, long_message(size), 3) for size in SIZES]
-    memory = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "memory.py"), str(conversations)],
-        check=True, capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
-    return Figures(
-        short, baseline, list(SIZES), times, conversations, float(memory.stdout.split()[-1])
+    per_conversation = math.nan
+    if conversations > 0:
+        memory = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "memory.py"), str(conversations)],
+            check=True, capture_output=True, text=True, cwd=ROOT,
+        )  # fmt: skip
+        per_conversation = float(memory.stdout.split()[-1])
+    return Figures(short, baseline, list(SIZES), times, conversations, per_conversation)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=1, help="measure this many times")
+    parser.add_argument(
+        "--conversations", type=int, default=0, help="memory row over this many (0: none)"
     )
+    args = parser.parse_args()
+    for _ in range(args.runs):
+        figures = measure(args.conversations)
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"load average {load}")
+        for row in figures.rows()[: 3 if args.conversations > 0 else 2]:
+            print(" | ".join(row))
+
+
+if __name__ == "__main__":
+    main()

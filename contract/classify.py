@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from .catalog import Catalog, Category, categorize
-from .models import Command, ComposerInputPayload
-from .pieces import nodes_of
+from .models import Command, ComposerInputPayload, Nodes, built_payload
 from .utf16 import has_astral
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
@@ -30,11 +29,9 @@ _REFERENCE = re.compile(rf"(@(?<!\S@)(file|branch|symbol):(\S*[^\s{re.escape(_TR
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _TAIL = 256  # characters of a message's end looked at for its trailing white space
 _LONG = 4096  # characters: from here a copy of the text costs more than avoiding it
-# Validation of the payload's two fields, without the layer of BaseModel.__init__.
-_PAYLOAD = ComposerInputPayload.__pydantic_validator__.validate_python
 
-# (remaining lower-cased words, canonical command, source); longest first per first word.
-_Entry = tuple[tuple[str, ...], Command, Source]
+# (remaining lower-cased words, canonical name, source); longest first per first word.
+_Entry = tuple[tuple[str, ...], str, Source]
 
 
 class Classification:
@@ -113,7 +110,7 @@ class SlashContract:
         self._index = self._build_index()
         self._slashes: re.Pattern[str] | None = None
 
-    def _build_index(self) -> dict[str, list[_Entry]]:
+    def _build_index(self) -> dict[str, tuple[_Entry, ...]]:
         index: dict[str, dict[tuple[str, ...], _Entry]] = {}
         # Host commands go last so that they overwrite a runtime command of the same name.
         layers: tuple[tuple[Source, tuple[Command, ...]], ...] = (
@@ -124,9 +121,9 @@ class SlashContract:
             for command in commands:
                 words = tuple(command.name.lower().split())
                 if words:
-                    index.setdefault(words[0], {})[words] = (words[1:], command, source)
+                    index.setdefault(words[0], {})[words] = (words[1:], command.name, source)
         return {
-            first: sorted(entries.values(), key=lambda e: len(e[0]), reverse=True)
+            first: tuple(sorted(entries.values(), key=lambda e: len(e[0]), reverse=True))
             for first, entries in index.items()
         }
 
@@ -137,18 +134,23 @@ class SlashContract:
         if match is None:
             return self._not_a_command(text)
         name, addressee = match.groups()
+        other = False
+        if addressee and self.bot_username:
+            other = addressee.lower() != self.bot_username
         token_end = match.end()
-        other = bool(addressee and self.bot_username and addressee.lower() != self.bot_username)
-        lowered = name.lower()
-        for words, command, source in self._index.get(lowered, ()):
+        entries = self._index.get(name)  # most commands are typed in lower case
+        if entries is None:
+            entries = self._index.get(name.lower(), ())
+        for words, command, source in entries:
             end = _match_words(text, token_end, words) if words else token_end
             if end >= 0:
                 lead = (match.start(1) - 1, end)
                 args = text[end:].strip() if len(text) < _LONG else _rest(text, end)
                 return Classification(
-                    self, text, "supported", command.name, name, args, other, source, lead
+                    self, text, "supported", command, name, args, other, source, lead
                 )
         args = _rest(text, token_end)
+        lowered = name.lower()
         if lowered in self.interactive_only:
             return Classification(self, text, "interactive_only", lowered, name, args, other)
         return Classification(self, text, "unsupported", None, name, args, other)
@@ -192,21 +194,25 @@ class SlashContract:
         # The pieces of contract.pieces: references split out by one regex, commands added
         # in the same shape; a 1 MiB message has tens of thousands of nodes, and a Python
         # step per node is what would cost.
-        parts: list[str] = []
         pos = 0
         if lead is not None and command is not None:
-            parts = [text[: lead[0]], text[lead[0] : lead[1]], "slash_command", command]
-            pos = lead[1]
-        inline = self._inline_commands(text, pos) if text.find("/", pos) >= 0 else ()
-        for start, stop, name in inline:
-            parts += _split(text[pos:start])
-            parts += (text[start:stop], "slash_command", name)
-            pos = stop
-        # A long text after its leading command only is split whole, not copied first.
-        whole = not inline and len(text) >= _LONG
-        parts += _split_from(text, pos) if whole else _split(text[pos:])
-        nodes = nodes_of(parts, has_astral(text))
-        return _PAYLOAD({"source": text, "nodes": nodes})
+            start, pos = lead
+            parts = [text[:start], text[start:pos], "slash_command", command]
+        else:
+            parts = []
+        if text.find("/", pos) >= 0 and (inline := self._inline_commands(text, pos)):
+            for start, stop, name in inline:
+                parts += _split(text[pos:start])
+                parts += (text[start:stop], "slash_command", name)
+                pos = stop
+            parts += _split(text[pos:])
+        elif len(text) >= _LONG:  # after its leading command only: split whole, not copied
+            parts += _split_from(text, pos)
+        else:  # ``_split``, inline: most messages take this way
+            rest = text[pos:]
+            parts += _REFERENCE.split(rest) if "@" in rest else (rest,)
+        astral = not text.isascii() and has_astral(text)
+        return built_payload(text, Nodes.from_pieces(parts, astral))
 
     def _slash_pattern(self) -> re.Pattern[str] | None:
         """Tokens that may be inline commands: a known command's first word (any case,
@@ -242,11 +248,11 @@ class SlashContract:
         stripped = token.rstrip(_TRAILING_PUNCT)
         for words, command, _ in self._index.get(stripped.lower(), ()):
             if not words:
-                return start, start + 1 + len(stripped), command.name
+                return start, start + 1 + len(stripped), command
             # A multi-word name continues only after a bare first word.
             stop = _match_words(text, end, words, tail=True) if stripped == token else -1
             if stop >= 0:
-                return start, stop, command.name
+                return start, stop, command
         return None
 
 

@@ -16,6 +16,8 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from . import pieces
+
 CommandSource = Literal["static", "dynamic", "runtime", "gateway"]
 
 
@@ -81,7 +83,6 @@ ComposerNode = Annotated[
 
 # One node before it is a model: (kind, start, end, raw, name or path; None for text).
 Row = tuple[str, int, int, str, str | None]
-_VALUE_KEY = {"slash_command": "name", "file": "path", "symbol": "name", "branch": "name"}
 _NODE_MODELS: TypeAdapter[tuple[ComposerNode, ...]] = TypeAdapter(tuple[ComposerNode, ...])
 
 
@@ -93,17 +94,19 @@ class Nodes(Sequence[ComposerNode]):
     """``payload.nodes``: an immutable sequence of node models, kept as plain rows or columns
     and made into models on first use. A message of 1 MiB can hold tens of thousands of
     nodes; the gateway only dumps and checks them, which goes straight from the plain data:
-    nobody pays for node models nobody reads. Rows are cheapest to make for a few nodes,
-    columns (made by C loops) for many. Compares equal to the tuple of its models.
+    nobody pays for node models nobody reads. A few nodes stay as the contract's pieces
+    until read (their dump is made straight from them), many are columns (made by C loops).
+    Compares equal to the tuple of its models.
     """
 
-    __slots__ = ("_columns", "_models", "_rows")
+    __slots__ = ("_columns", "_models", "_pieces", "_rows")
 
     def __init__(self, rows: Sequence[Row] = (), models: tuple[ComposerNode, ...] | None = None):
         # Made from models (a validated payload), the rows wait until someone needs them.
         self._rows: Sequence[Row] | None = rows if models is None else None
         self._columns: Columns | None = None
         self._models = models
+        self._pieces: tuple[list[str], bool] | None = None
 
     @classmethod
     def of(cls, models: Sequence[ComposerNode]) -> Nodes:
@@ -123,11 +126,26 @@ class Nodes(Sequence[ComposerNode]):
         nodes._rows, nodes._columns = None, (kinds, starts, ends, raws, values)
         return nodes
 
+    @classmethod
+    def from_pieces(cls, parts: list[str], astral: bool) -> Nodes:
+        """Nodes from ``contract.pieces``' list, which the caller no longer changes. Many
+        pieces become columns at once, in the thread that builds the payload (a big input's
+        worker thread); a few wait as they are.
+        """
+        if len(parts) > pieces._FEW:
+            return cls.from_columns(*pieces.columns(parts, astral))
+        nodes = _new(cls)
+        nodes._rows = nodes._columns = nodes._models = None
+        nodes._pieces = (parts, astral)
+        return nodes
+
     @property
     def rows(self) -> Sequence[Row]:
         if self._rows is None:
             if self._columns is not None:
                 self._rows = tuple(zip(*self._columns, strict=True))
+            elif self._pieces is not None:
+                self._rows = pieces.rows(*self._pieces)
             else:
                 self._rows = _rows(self._models or ())
         return self._rows
@@ -147,18 +165,21 @@ class Nodes(Sequence[ComposerNode]):
     def dump(self) -> list[dict[str, Any]]:
         """The nodes as ``model_dump`` gives them (no node has a None field to exclude)."""
         columns = self._columns
+        if columns is None and self._rows is None and self._pieces is not None:
+            return pieces.dump(*self._pieces)
         rows = zip(*columns, strict=True) if columns is not None else self.rows
+        key = pieces.VALUE_KEY
         return [
             {"kind": kind, "start": start, "end": end, "raw": raw}
             if value is None
-            else {"kind": kind, "start": start, "end": end, "raw": raw, _VALUE_KEY[kind]: value}
+            else {"kind": kind, "start": start, "end": end, "raw": raw, key[kind]: value}
             for kind, start, end, raw, value in rows
         ]
 
     def __len__(self) -> int:
         if self._models is not None:
             return len(self._models)
-        return len(self._rows if self._rows is not None else self.columns[0])
+        return len(self._columns[0]) if self._columns is not None else len(self.rows)
 
     @overload
     def __getitem__(self, index: int) -> ComposerNode: ...
@@ -252,6 +273,10 @@ _DUMPED = core_schema.tuple_schema(
 )
 
 
+# ``Nodes | None`` made once: the expression makes a new union object each time.
+_PLAIN = (Nodes, type(None))
+
+
 class ComposerInputPayload(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -266,7 +291,7 @@ class ComposerInputPayload(BaseModel):
         same in both modes. Any other option goes through pydantic.
         """
         nodes = self.nodes
-        if options or mode not in ("python", "json") or not isinstance(nodes, Nodes | None):
+        if options or mode not in ("python", "json") or not isinstance(nodes, _PLAIN):
             return super().model_dump(mode=mode, exclude_none=exclude_none, **options)
         if nodes is None:
             dump: dict[str, Any] = {"source": self.source}
@@ -285,3 +310,24 @@ class ComposerInputMessage(BaseModel):
     type: Literal["composer_input"] = "composer_input"
     mode: Literal["immediate", "queued", "paused", "steer"] = "immediate"
     payload: ComposerInputPayload
+
+
+# The slots pydantic keeps a model's state in, set directly by ``built_payload``.
+_new = object.__new__
+_set_dict = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def built_payload(source: str, nodes: Nodes) -> ComposerInputPayload:
+    """``ComposerInputPayload(source=source, nodes=nodes)`` without its validation, which
+    could not fail for a payload the contract built (a ``str`` and its ``Nodes``): the same
+    model, fields set and all, in about 15% less time.
+    """
+    payload = _new(ComposerInputPayload)
+    _set_dict(payload, "__dict__", {"source": source, "nodes": nodes})
+    _set_fields_set(payload, {"source", "nodes"})
+    _set_extra(payload, None)
+    _set_private(payload, None)
+    return payload

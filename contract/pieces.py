@@ -2,45 +2,77 @@
 
 ``pieces`` is text, then (raw, kind, name or path, text) for each node that is not text: a
 text piece may be empty (no node), the others never are. Offsets are UTF-16 code units.
+``astral``: the text has characters outside the BMP (UTF-16 offsets differ).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
-from .models import Nodes, Row
 from .utf16 import utf16_ends, utf16_len
+
+if TYPE_CHECKING:
+    from .models import Columns, Row
 
 # Up to this many pieces (7 nodes), a Python loop over them is cheaper than the fixed cost
 # of the C loops; past it the C loops win by far (a 1 MiB message has 100,000 pieces).
 _FEW = 29
+# The key of a node's value (``name`` or ``path``), by kind.
+VALUE_KEY = {"slash_command": "name", "file": "path", "symbol": "name", "branch": "name"}
 
 
-def nodes_of(pieces: list[str], astral: bool) -> Nodes:
-    """``astral``: the text has characters outside the BMP (UTF-16 offsets differ)."""
-    return _few(pieces, astral) if len(pieces) <= _FEW else _many(pieces, astral)
-
-
-def _few(pieces: list[str], astral: bool) -> Nodes:
+def rows(pieces: Sequence[str], astral: bool) -> list[Row]:
+    """The nodes as rows, by a Python loop (few pieces)."""
     size = utf16_len if astral else len
-    rows: list[Row] = []
+    found: list[Row] = []
     end = 0
     text = pieces[0]
-    for index in range(1, len(pieces), 4):
+    after = iter(pieces)
+    next(after)
+    # Four pieces a node: raw, kind, value, then the text that follows it. A tuple is
+    # evaluated left to right: its start is the previous end, then ``end`` moves on.
+    for raw, kind, value, following in zip(after, after, after, after, strict=True):
         if text:
-            start, end = end, end + size(text)
-            rows.append(("text", start, end, text, None))
-        raw = pieces[index]
-        start, end = end, end + size(raw)
-        rows.append((pieces[index + 1], start, end, raw, pieces[index + 2]))
-        text = pieces[index + 3]
+            found.append(("text", end, end := end + size(text), text, None))
+        found.append((kind, end, end := end + size(raw), raw, value))
+        text = following
     if text:
-        rows.append(("text", end, end + size(text), text, None))
-    return Nodes(rows)
+        found.append(("text", end, end + size(text), text, None))
+    return found
 
 
-def _many(pieces: list[str], astral: bool) -> Nodes:
-    """Columns made by slicing the pieces: no Python step per node."""
+def dump(pieces: Sequence[str], astral: bool) -> list[dict[str, Any]]:
+    """``rows`` as node dicts, made straight from the pieces: the same loop, no rows."""
+    size = utf16_len if astral else len
+    found: list[dict[str, Any]] = []
+    end = 0
+    text = pieces[0]
+    after = iter(pieces)
+    next(after)
+    for raw, kind, value, following in zip(after, after, after, after, strict=True):
+        if text:
+            found.append(
+                {"kind": "text", "start": end, "end": (end := end + size(text)), "raw": text}
+            )
+        found.append(
+            {
+                "kind": kind,
+                "start": end,
+                "end": (end := end + size(raw)),
+                "raw": raw,
+                VALUE_KEY[kind]: value,
+            }
+        )
+        text = following
+    if text:
+        found.append({"kind": "text", "start": end, "end": end + size(text), "raw": text})
+    return found
+
+
+def columns(pieces: list[str], astral: bool) -> Columns:
+    """The nodes as columns, made by slicing the pieces: no Python step per node."""
     texts = pieces[0::4]
     count = 2 * len(texts) - 1
     raws = pieces[:count]  # any list of that size, overwritten
@@ -59,4 +91,4 @@ def _many(pieces: list[str], astral: bool) -> Nodes:
     ends = utf16_ends(raws) if astral else list(accumulate(map(len, raws)))
     starts = [0, *ends]
     starts.pop()
-    return Nodes.from_columns(kinds, starts, ends, raws, values)
+    return kinds, starts, ends, raws, values

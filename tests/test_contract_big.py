@@ -4,6 +4,8 @@ must answer exactly what the node-by-node paths answer. Behaviour only, no timin
 from __future__ import annotations
 
 import copy
+import json
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,10 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contract import ComposerInputPayload, composer_input_problems, pieces, strict_payload
+from contract import (
+    ComposerInputPayload,
+    Nodes,
+    SlashContract,
+    composer_input_problems,
+    pieces,
+    strict_payload,
+)
 from contract import validate as validate_module
 from contract.classify import _rest
 from contract.utf16 import has_astral, utf16_len
+from tests.test_contract_parity import CASES, HEADER, header_contract
 from tests.test_contract_properties import CONTRACT, TEXT, js_slice
 
 # One line of a pasted report: a reference, an emoji, a mention, a path, a known command.
@@ -156,3 +166,38 @@ def test_rest_is_the_stripped_remainder(text: str, start: int) -> None:
     for long in (text, text * 40, "x" + " " * 300 + text):
         cut = min(start, len(long))
         assert _rest(long, cut) == long[cut:].strip()
+
+
+def assert_fast_payload_is_the_validated_one(contract: SlashContract, text: str) -> None:
+    """A payload is built without pydantic's validation and its few nodes are dumped straight
+    from the contract's pieces: the same model and the same JSON bytes as the slow paths."""
+    payload = contract.classify(text).payload
+    dumped = json.dumps(payload.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    pydantic_dump = super(ComposerInputPayload, payload).model_dump(mode="json")
+    nodes = payload.nodes
+    assert isinstance(nodes, Nodes)
+    validated = ComposerInputPayload(source=text, nodes=nodes.models())
+    assert type(payload) is ComposerInputPayload
+    assert payload == validated and hash(payload) == hash(validated)
+    assert payload.model_fields_set == validated.model_fields_set == {"source", "nodes"}
+    assert pickle.loads(pickle.dumps(payload)) == validated
+    assert payload.model_copy(update={"source": "x"}).source == "x" and payload.source == text
+    for reference in (
+        validated.model_dump(mode="json", exclude_none=True),
+        {"source": text, "nodes": Nodes(tuple(nodes.rows)).dump()},
+        {"source": text, "nodes": list(pydantic_dump["nodes"])},
+    ):
+        assert json.dumps(reference, ensure_ascii=False) == dumped
+    assert len(nodes) == len(validated.nodes or ())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["text"] for c in CASES])
+def test_parity_payloads_are_the_validated_ones(case: dict[str, Any]) -> None:
+    assert_fast_payload_is_the_validated_one(header_contract(HEADER), case["text"])
+
+
+@settings(max_examples=300)
+@given(TEXT)
+def test_payloads_are_the_validated_ones(text: str) -> None:
+    assert_fast_payload_is_the_validated_one(CONTRACT, text)
+    assert_fast_payload_is_the_validated_one(CONTRACT, "/deploy " + text)
