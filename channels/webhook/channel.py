@@ -36,6 +36,8 @@ from .wire import (
     CompleteQuery,
     MessageIn,
     accepted_body,
+    answer_body,
+    answer_json,
     commands_body,
     completion_body,
     describe_validation_error,
@@ -47,9 +49,6 @@ from .wire import (
 log = logging.getLogger("slashgate.webhook")
 
 T = TypeVar("T")
-# json.dumps' output, without its check for cycles (none in a body built here): an answer's
-# encoding is a good part of the request's cost.
-_encode = json.JSONEncoder(check_circular=False).encode
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -104,7 +103,7 @@ class AnswerSink(ReplySink):
         self.body: dict[str, Any] | None = None
 
     async def completed(self, outcome: Outcome) -> None:
-        self.body = outcome_body(self.conversation, outcome)
+        self.body = await answer_body(self.conversation, outcome)
         if self.idempotency is not None:
             await self.channel.store_answer(self.idempotency, self.body)
 
@@ -276,7 +275,9 @@ class WebhookChannel(Channel):
             sink = AnswerSink(self, inbound.conversation, idempotency)
             outcome = await self.gateway.handle(inbound, sink, entry)
             answer = sink.body or outcome_body(inbound.conversation, outcome)
-            return web.json_response(answer, dumps=_encode)
+            return web.Response(
+                body=await answer_json(answer), content_type="application/json", charset="utf-8"
+            )
         except BaseException:
             if idempotency is not None and entry is not None:
                 await self._forget(idempotency, entry)

@@ -35,8 +35,34 @@ class Reference:
     raw: str  # as typed: ``@file:src/app.py``
 
 
+class _AddsCommands:
+    """``add_command``, the same for the bot's commands and a conversation's own."""
+
+    __slots__ = ()
+
+    def add_command(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str = "",
+        hint: str | None = None,
+    ) -> None:
+        """Register ``/name``, answered by ``handler``. ``bot.add_command``: for every
+        conversation opened from now on (ValueError when it is registered already).
+        ``ctx.add_command``: for this conversation only, replacing one of that name; menus
+        follow, and with a durable store it outlives a restart when ``handler`` is a
+        module-level function (a closure cannot be found again: its command is gone after
+        a restart).
+        """
+        self._add(_command(name, description, hint), handler)
+
+    def _add(self, command: Command, handler: CommandHandler) -> None:
+        raise NotImplementedError
+
+
 @dataclass(slots=True)
-class Context:
+class Context(_AddsCommands):
     """One input to a handler: what was typed, by whom, where; ``reply`` streams the answer."""
 
     command: str | None  # the leading command's name; None for plain text
@@ -60,19 +86,7 @@ class Context:
         """
         return self._inner.reply(text)
 
-    def add_command(
-        self,
-        name: str,
-        handler: CommandHandler,
-        *,
-        description: str = "",
-        hint: str | None = None,
-    ) -> None:
-        """Register (or replace) a command for this conversation only; menus follow. With
-        a durable store it outlives a restart when ``handler`` is a module-level function
-        (a closure cannot be found again: its command is gone after a restart).
-        """
-        command = _command(name, description, hint)
+    def _add(self, command: Command, handler: CommandHandler) -> None:
         self._inner.state.setdefault(HANDLERS, {})[command.name] = handler
         refs: dict[str, str] = self._inner.state.setdefault(HANDLER_REFS, {})
         ref = _reference(handler)
@@ -92,7 +106,7 @@ class Context:
 CommandHandler = Callable[[Context], Awaitable[None]]
 
 
-class Bot(EmbeddedRuntime):
+class Bot(EmbeddedRuntime, _AddsCommands):
     """Your commands, served by the gateway on every channel.
 
     ``@bot.command("deploy", description=..., hint=...)`` registers a command handler,
@@ -123,16 +137,7 @@ class Bot(EmbeddedRuntime):
         self._text = handler
         return handler
 
-    def add_command(
-        self,
-        name: str,
-        handler: CommandHandler,
-        *,
-        description: str = "",
-        hint: str | None = None,
-    ) -> None:
-        """Register ``/name`` for every conversation opened from now on."""
-        command = _command(name, description, hint)
+    def _add(self, command: Command, handler: CommandHandler) -> None:
         if command.name in self._handlers:
             raise ValueError(f"/{command.name} is already registered")
         self._handlers[command.name] = handler
@@ -225,8 +230,11 @@ def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
         kind = node["kind"]
         if kind == "slash_command":
             source: str = payload["source"]
-            end = node["end"]  # in UTF-16 units: code points when the text is ASCII
-            rest = source[end:] if source.isascii() else utf16_slice(source, end, utf16_len(source))
+            end = node["end"]  # in UTF-16 units: code points while the text before is ASCII
+            if source[:end].isascii():
+                rest = source[end:]
+            else:
+                rest = utf16_slice(source, end, utf16_len(source))
             return node["name"], rest.strip()
         if kind != "text" or node["raw"].strip():
             break

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Generator
 from typing import Any
 
 from contract import Command, CommandRegistry, categorize, composer_input_problems
@@ -22,6 +22,7 @@ from ...events import (
     RuntimeEvent,
     SessionUpdated,
 )
+from ...offload import THRESHOLD, off_loop
 from ...state import StateStore, StoreUnavailable
 from ..base import Runtime, RuntimeSession, Turn, UpdateListener
 from .entity import (
@@ -96,6 +97,18 @@ def _encodable(value: object) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _checked(turn: Turn) -> dict[str, Any] | Answered:
+    """The payload the handler gets (the composer_input JSON, with the files' parts), or
+    the turn's answer when the Electric Agents server would refuse it.
+    """
+    data = with_parts(payload_json(turn.message.payload), turn.attachments)
+    problems = composer_input_problems(data)
+    if problems:
+        error = "invalid composer_input: " + "; ".join(problems)
+        return Answered([ErrorEvent("generic", error)])
+    return data
 
 
 class EmbeddedSession(RuntimeSession):
@@ -199,11 +212,28 @@ class EmbeddedSession(RuntimeSession):
         return self.definition.handler(ctx)
 
     def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        data = with_parts(payload_json(turn.message.payload), turn.attachments)
-        problems = composer_input_problems(data)
-        if problems:
-            error = "invalid composer_input: " + "; ".join(problems)
-            return Answered([ErrorEvent("generic", error)])
+        size = len(turn.message.payload.source)
+        if size >= THRESHOLD:
+            return self._big(turn, size)
+        return self._start(turn, _checked(turn))
+
+    async def _big(self, turn: Turn, size: int) -> AsyncIterator[RuntimeEvent]:
+        """``run`` of a big input: its copy and check in a thread, then the same turn."""
+        stream = self._start(turn, await off_loop(size, _checked, turn))
+        if isinstance(stream, Answered):
+            for event in stream.events:
+                yield event
+            return
+        async with contextlib.aclosing(stream):  # left early: its handler's task ends here
+            async for event in stream:
+                yield event
+
+    def _start(
+        self, turn: Turn, data: dict[str, Any] | Answered
+    ) -> Answered | AsyncGenerator[RuntimeEvent, None]:
+        """The turn of a checked payload (an ``Answered`` refusal is the turn)."""
+        if isinstance(data, Answered):
+            return data
         message = InboxMessage(message_type=turn.message.type, payload=data, sender=turn.user)
         events = _Events()
         handling = self._handle(InboxWake(message=message), events)
@@ -217,7 +247,7 @@ class EmbeddedSession(RuntimeSession):
 
     async def _rest(
         self, handling: Coroutine[Any, Any, None], pending: Any, events: _Events
-    ) -> AsyncIterator[RuntimeEvent]:
+    ) -> AsyncGenerator[RuntimeEvent, None]:
         """The stream of a handler that waited for something: it goes on in a task."""
         task = self._task = asyncio.ensure_future(_resume(handling, pending))
         try:
