@@ -68,11 +68,22 @@ class Context(_AddsCommands):
     command: str | None  # the leading command's name; None for plain text
     args: str  # the text after the command, stripped ("" for plain text)
     text: str  # the whole input as typed
-    references: tuple[Reference, ...]
     user: str | None
     conversation: str  # "<channel>:<conversation id>", e.g. "telegram:42"
     files: tuple[dict[str, Any], ...]  # compositor file-attachment parts (docs/attachments.md)
     _inner: HandlerContext = field(repr=False)
+    _references: tuple[Reference, ...] | None = field(default=None, repr=False)
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        """The ``@file:``, ``@branch:`` and ``@symbol:`` references, in order. Found when
+        first asked for: a long input can hold thousands, most handlers never look.
+        """
+        if self._references is None:
+            wake = self._inner.wake
+            assert isinstance(wake, InboxWake)  # a Context is made for an input only
+            self._references = references(wake.message.payload)
+        return self._references
 
     @property
     def state(self) -> dict[str, Any]:
@@ -169,7 +180,6 @@ class Bot(EmbeddedRuntime, _AddsCommands):
             command=name,
             args=args,
             text=payload["source"],
-            references=references(payload),
             user=wake.message.sender,
             conversation=inner.conversation,
             files=tuple(payload.get("attachments") or ()),
