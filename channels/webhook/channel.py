@@ -27,6 +27,7 @@ from gateway.openapi import document
 from gateway.state import Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
+from .answer import answer_body, respond
 from .docs import operations
 from .events import sse_event
 from .files import RequestProblem, WebhookFiles, refusal
@@ -36,8 +37,6 @@ from .wire import (
     CompleteQuery,
     MessageIn,
     accepted_body,
-    answer_body,
-    answer_json,
     commands_body,
     completion_body,
     describe_validation_error,
@@ -275,13 +274,11 @@ class WebhookChannel(Channel):
             sink = AnswerSink(self, inbound.conversation, idempotency)
             outcome = await self.gateway.handle(inbound, sink, entry)
             answer = sink.body or outcome_body(inbound.conversation, outcome)
-            return web.Response(
-                body=await answer_json(answer), content_type="application/json", charset="utf-8"
-            )
         except BaseException:
             if idempotency is not None and entry is not None:
                 await self._forget(idempotency, entry)
             raise
+        return await respond(request, answer)  # the turn is done: its answer is kept
 
     async def _journal(
         self, conversation: str, idempotency: Idempotency, record: dict[str, Any]

@@ -5,8 +5,6 @@ from these same models.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import (
@@ -24,7 +22,6 @@ from contract.classify import Kind
 from gateway.composer import message_json
 from gateway.events import PermissionOption, PlanEntry, Status
 from gateway.inbound import Outcome, Reply
-from gateway.offload import THRESHOLD, off_loop
 from gateway.validation import describe_validation_error as describe_errors
 
 from .events import usage_body
@@ -248,60 +245,6 @@ def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
         "forwarded": forwarded_body(outcome.forwarded),
         "reply": reply_body(outcome.reply),
     }
-
-
-# json.dumps' output, without its check for cycles (none in a body built here): an answer's
-# encoding is a good part of the request's cost.
-_encode = json.JSONEncoder(check_circular=False).encode
-# Items of a long list encoded per call, when a big answer is encoded in a thread: one call
-# holds the interpreter's lock until it returns (1,000 nodes: about 1 ms).
-SLICE = 1000
-
-
-def _carried(forwarded: ComposerInputMessage | None, reply: Reply | None) -> int:
-    """Characters of text an answer carries (the forwarded source, the reply): its cost."""
-    return (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
-
-
-async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
-    """``outcome_body``: in a thread for a big answer (issue 10: its nodes' dump)."""
-    size = _carried(outcome.forwarded, outcome.reply)
-    return await off_loop(size, outcome_body, conversation, outcome)
-
-
-async def answer_json(body: dict[str, Any]) -> bytes:
-    """A ``MessageOut`` body as ``json.dumps`` encodes it, UTF-8; a big answer's in a thread,
-    in pieces, so that the loop gets the interpreter back between them.
-    """
-    forwarded, reply = body["forwarded"], body["reply"]
-    size = (len(forwarded["payload"]["source"]) if forwarded else 0) + (
-        len(reply["text"]) if reply else 0
-    )
-    if size < THRESHOLD:
-        return _encode(body).encode()
-    return await off_loop(size, _sliced_json, body)
-
-
-def _sliced_json(body: dict[str, Any]) -> bytes:
-    return "".join(_pieces(body)).encode()
-
-
-def _pieces(value: Any) -> Iterator[str]:
-    """``_encode(value)`` in pieces: objects key by key, long lists ``SLICE`` items a call."""
-    if isinstance(value, dict) and value:
-        separator = "{"
-        for key, item in value.items():
-            yield f"{separator}{_encode(key)}: "
-            yield from _pieces(item)
-            separator = ", "
-        yield "}"
-    elif isinstance(value, list) and len(value) > SLICE:
-        yield "["
-        for start in range(0, len(value), SLICE):
-            yield (", " if start else "") + _encode(value[start : start + SLICE])[1:-1]
-        yield "]"
-    else:
-        yield _encode(value)
 
 
 def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) -> dict[str, Any]:
