@@ -120,6 +120,7 @@ class EmbeddedSession(RuntimeSession):
 
     __slots__ = (
         "_saved",
+        "_stopped",
         "_store",
         "_task",
         "_updates",
@@ -150,6 +151,7 @@ class EmbeddedSession(RuntimeSession):
         self._task: asyncio.Task[None] | None = None
         self._store = store
         self._saved: str | None = None  # what the store holds, encoded
+        self._stopped = False  # cancelled while a big input was checked in a thread
 
     @property
     def _state_key(self) -> str:
@@ -219,7 +221,12 @@ class EmbeddedSession(RuntimeSession):
 
     async def _big(self, turn: Turn, size: int) -> AsyncIterator[RuntimeEvent]:
         """``run`` of a big input: its copy and check in a thread, then the same turn."""
-        stream = self._start(turn, await off_loop(size, _checked, turn))
+        self._stopped = False
+        data = await off_loop(size, _checked, turn)
+        if self._stopped:  # no handler to cancel yet: it does not start
+            yield MessageEnd("cancelled")
+            return
+        stream = self._start(turn, data)
         if isinstance(stream, Answered):
             for event in stream.events:
                 yield event
@@ -276,6 +283,7 @@ class EmbeddedSession(RuntimeSession):
         events.put(_DONE)
 
     async def cancel(self) -> None:
+        self._stopped = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
