@@ -8,12 +8,13 @@ A ``Bot`` is a runtime, so ``runtime = "package.module:bot"`` in the settings se
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from contract import STRICT_NAME, Command, utf16_len, utf16_slice
+from contract import STRICT_NAME, Command, utf16_prefix
 
 from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
 from .runtime import EmbeddedRuntime
@@ -24,6 +25,7 @@ DATA = "data"  # the handlers' own (``ctx.state``)
 HANDLERS = "handlers"  # command -> its handler, added by ``ctx.add_command``
 HANDLER_REFS = "handler_refs"  # command -> "module:qualname" of its handler
 NO_TEXT_HANDLER = "this bot answers slash commands only: send /help to list them"
+_SPACE = re.compile(r"\s*")  # white space as str.strip sees it
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,12 +242,10 @@ def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
         kind = node["kind"]
         if kind == "slash_command":
             source: str = payload["source"]
-            end = node["end"]  # in UTF-16 units: code points while the text before is ASCII
-            if source[:end].isascii():
-                rest = source[end:]
-            else:
-                rest = utf16_slice(source, end, utf16_len(source))
-            return node["name"], rest.strip()
+            end = utf16_prefix(source, node["end"])  # UTF-16 units, as code points
+            # ``source[end:].strip()`` in one copy: a long message's rest is megabytes.
+            start = _SPACE.match(source, end).end()  # type: ignore[union-attr]
+            return node["name"], source[start:].rstrip()
         if kind != "text" or node["raw"].strip():
             break
     return None, ""
