@@ -6,6 +6,9 @@ Above ``THRESHOLD`` it runs in a worker thread, where the interpreter hands the 
 the loop every switch interval (5 ms): the loop keeps serving while it runs. Below, a thread
 would cost more than the work, and the work runs at once.
 
+The same goes for the rest of a big message's pure work that needs no order (the embedded
+runtime's copy and check of the payload, the webhook's answer): ``off_loop``.
+
 The core takes a conversation's messages in the order they arrive; a message that waited for
 a thread must not be overtaken by the next one of its conversation. So while a
 conversation has work in a thread, its later messages wait their turn here too.
@@ -40,10 +43,17 @@ async def contract_work(
     try:
         if before is not None:
             await asyncio.shield(before)
-        if len(text) < THRESHOLD:
-            return work(*args, **kwargs)
-        return await asyncio.to_thread(work, *args, **kwargs)
+        return await off_loop(len(text), work, *args, **kwargs)
     finally:
         done.set_result(None)
         if _last.get(key) is done:
             del _last[key]
+
+
+async def off_loop(size: int, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``work(*args, **kwargs)``: in a thread when ``size`` (characters of text it handles)
+    is ``THRESHOLD`` or more, else at once (no pass of the loop).
+    """
+    if size < THRESHOLD:
+        return work(*args, **kwargs)
+    return await asyncio.to_thread(work, *args, **kwargs)

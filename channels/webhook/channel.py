@@ -27,6 +27,7 @@ from gateway.openapi import document
 from gateway.state import Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
+from .answer import answer_body, respond
 from .docs import operations
 from .events import sse_event
 from .files import RequestProblem, WebhookFiles, refusal
@@ -47,9 +48,6 @@ from .wire import (
 log = logging.getLogger("slashgate.webhook")
 
 T = TypeVar("T")
-# json.dumps' output, without its check for cycles (none in a body built here): an answer's
-# encoding is a good part of the request's cost.
-_encode = json.JSONEncoder(check_circular=False).encode
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -104,7 +102,7 @@ class AnswerSink(ReplySink):
         self.body: dict[str, Any] | None = None
 
     async def completed(self, outcome: Outcome) -> None:
-        self.body = outcome_body(self.conversation, outcome)
+        self.body = await answer_body(self.conversation, outcome)
         if self.idempotency is not None:
             await self.channel.store_answer(self.idempotency, self.body)
 
@@ -276,11 +274,11 @@ class WebhookChannel(Channel):
             sink = AnswerSink(self, inbound.conversation, idempotency)
             outcome = await self.gateway.handle(inbound, sink, entry)
             answer = sink.body or outcome_body(inbound.conversation, outcome)
-            return web.json_response(answer, dumps=_encode)
         except BaseException:
             if idempotency is not None and entry is not None:
                 await self._forget(idempotency, entry)
             raise
+        return await respond(request, answer)  # the turn is done: its answer is kept
 
     async def _journal(
         self, conversation: str, idempotency: Idempotency, record: dict[str, Any]

@@ -8,12 +8,13 @@ A ``Bot`` is a runtime, so ``runtime = "package.module:bot"`` in the settings se
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from contract import STRICT_NAME, Command, utf16_len, utf16_slice
+from contract import STRICT_NAME, Command, utf16_prefix
 
 from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
 from .runtime import EmbeddedRuntime
@@ -24,6 +25,7 @@ DATA = "data"  # the handlers' own (``ctx.state``)
 HANDLERS = "handlers"  # command -> its handler, added by ``ctx.add_command``
 HANDLER_REFS = "handler_refs"  # command -> "module:qualname" of its handler
 NO_TEXT_HANDLER = "this bot answers slash commands only: send /help to list them"
+_SPACE = re.compile(r"\s*")  # white space as str.strip sees it
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,18 +37,55 @@ class Reference:
     raw: str  # as typed: ``@file:src/app.py``
 
 
+class _AddsCommands:
+    """``add_command``, the same for the bot's commands and a conversation's own."""
+
+    __slots__ = ()
+
+    def add_command(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str = "",
+        hint: str | None = None,
+    ) -> None:
+        """Register ``/name``, answered by ``handler``. ``bot.add_command``: for every
+        conversation opened from now on (ValueError when it is registered already).
+        ``ctx.add_command``: for this conversation only, replacing one of that name; menus
+        follow, and with a durable store it outlives a restart when ``handler`` is a
+        module-level function (a closure cannot be found again: its command is gone after
+        a restart).
+        """
+        self._add(_command(name, description, hint), handler)
+
+    def _add(self, command: Command, handler: CommandHandler) -> None:
+        raise NotImplementedError
+
+
 @dataclass(slots=True)
-class Context:
+class Context(_AddsCommands):
     """One input to a handler: what was typed, by whom, where; ``reply`` streams the answer."""
 
     command: str | None  # the leading command's name; None for plain text
     args: str  # the text after the command, stripped ("" for plain text)
     text: str  # the whole input as typed
-    references: tuple[Reference, ...]
     user: str | None
     conversation: str  # "<channel>:<conversation id>", e.g. "telegram:42"
     files: tuple[dict[str, Any], ...]  # compositor file-attachment parts (docs/attachments.md)
     _inner: HandlerContext = field(repr=False)
+    _references: tuple[Reference, ...] | None = field(default=None, repr=False)
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        """The ``@file:``, ``@branch:`` and ``@symbol:`` references, in order. Found when
+        first asked for: a long input can hold thousands, most handlers never look.
+        """
+        if self._references is None:
+            wake = self._inner.wake
+            assert isinstance(wake, InboxWake)  # a Context is made for an input only
+            self._references = references(wake.message.payload)
+        return self._references
 
     @property
     def state(self) -> dict[str, Any]:
@@ -60,19 +99,7 @@ class Context:
         """
         return self._inner.reply(text)
 
-    def add_command(
-        self,
-        name: str,
-        handler: CommandHandler,
-        *,
-        description: str = "",
-        hint: str | None = None,
-    ) -> None:
-        """Register (or replace) a command for this conversation only; menus follow. With
-        a durable store it outlives a restart when ``handler`` is a module-level function
-        (a closure cannot be found again: its command is gone after a restart).
-        """
-        command = _command(name, description, hint)
+    def _add(self, command: Command, handler: CommandHandler) -> None:
         self._inner.state.setdefault(HANDLERS, {})[command.name] = handler
         refs: dict[str, str] = self._inner.state.setdefault(HANDLER_REFS, {})
         ref = _reference(handler)
@@ -92,7 +119,7 @@ class Context:
 CommandHandler = Callable[[Context], Awaitable[None]]
 
 
-class Bot(EmbeddedRuntime):
+class Bot(EmbeddedRuntime, _AddsCommands):
     """Your commands, served by the gateway on every channel.
 
     ``@bot.command("deploy", description=..., hint=...)`` registers a command handler,
@@ -123,16 +150,7 @@ class Bot(EmbeddedRuntime):
         self._text = handler
         return handler
 
-    def add_command(
-        self,
-        name: str,
-        handler: CommandHandler,
-        *,
-        description: str = "",
-        hint: str | None = None,
-    ) -> None:
-        """Register ``/name`` for every conversation opened from now on."""
-        command = _command(name, description, hint)
+    def _add(self, command: Command, handler: CommandHandler) -> None:
         if command.name in self._handlers:
             raise ValueError(f"/{command.name} is already registered")
         self._handlers[command.name] = handler
@@ -164,7 +182,6 @@ class Bot(EmbeddedRuntime):
             command=name,
             args=args,
             text=payload["source"],
-            references=references(payload),
             user=wake.message.sender,
             conversation=inner.conversation,
             files=tuple(payload.get("attachments") or ()),
@@ -225,9 +242,10 @@ def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
         kind = node["kind"]
         if kind == "slash_command":
             source: str = payload["source"]
-            end = node["end"]  # in UTF-16 units: code points when the text is ASCII
-            rest = source[end:] if source.isascii() else utf16_slice(source, end, utf16_len(source))
-            return node["name"], rest.strip()
+            end = utf16_prefix(source, node["end"])  # UTF-16 units, as code points
+            # ``source[end:].strip()`` in one copy: a long message's rest is megabytes.
+            start = _SPACE.match(source, end).end()  # type: ignore[union-attr]
+            return node["name"], source[start:].rstrip()
         if kind != "text" or node["raw"].strip():
             break
     return None, ""

@@ -7,7 +7,7 @@ import contextlib
 import json
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Generator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Coroutine, Generator
 from typing import Any
 
 from contract import Command, CommandRegistry, categorize, composer_input_problems
@@ -22,6 +22,7 @@ from ...events import (
     RuntimeEvent,
     SessionUpdated,
 )
+from ...offload import THRESHOLD, off_loop
 from ...state import StateStore, StoreUnavailable
 from ..base import Runtime, RuntimeSession, Turn, UpdateListener
 from .entity import (
@@ -98,6 +99,18 @@ def _encodable(value: object) -> bool:
     return True
 
 
+def _checked(turn: Turn) -> dict[str, Any] | Answered:
+    """The payload the handler gets (the composer_input JSON, with the files' parts), or
+    the turn's answer when the Electric Agents server would refuse it.
+    """
+    data = with_parts(payload_json(turn.message.payload), turn.attachments)
+    problems = composer_input_problems(data)
+    if problems:
+        error = "invalid composer_input: " + "; ".join(problems)
+        return Answered([ErrorEvent("generic", error)])
+    return data
+
+
 class EmbeddedSession(RuntimeSession):
     """One conversation's entity. With a store, what it keeps outlives the process: its
     dynamic commands and the JSON-encodable part of its state, saved after each turn that
@@ -107,6 +120,7 @@ class EmbeddedSession(RuntimeSession):
 
     __slots__ = (
         "_saved",
+        "_stopped",
         "_store",
         "_task",
         "_updates",
@@ -137,6 +151,7 @@ class EmbeddedSession(RuntimeSession):
         self._task: asyncio.Task[None] | None = None
         self._store = store
         self._saved: str | None = None  # what the store holds, encoded
+        self._stopped = False  # cancelled while a big input was checked in a thread
 
     @property
     def _state_key(self) -> str:
@@ -199,11 +214,33 @@ class EmbeddedSession(RuntimeSession):
         return self.definition.handler(ctx)
 
     def run(self, turn: Turn) -> AsyncIterator[RuntimeEvent]:
-        data = with_parts(payload_json(turn.message.payload), turn.attachments)
-        problems = composer_input_problems(data)
-        if problems:
-            error = "invalid composer_input: " + "; ".join(problems)
-            return Answered([ErrorEvent("generic", error)])
+        size = len(turn.message.payload.source)
+        if size >= THRESHOLD:
+            return self._big(turn, size)
+        return self._start(turn, _checked(turn))
+
+    async def _big(self, turn: Turn, size: int) -> AsyncIterator[RuntimeEvent]:
+        """``run`` of a big input: its copy and check in a thread, then the same turn."""
+        self._stopped = False
+        data = await off_loop(size, _checked, turn)
+        if self._stopped:  # no handler to cancel yet: it does not start
+            yield MessageEnd("cancelled")
+            return
+        stream = self._start(turn, data)
+        if isinstance(stream, Answered):
+            for event in stream.events:
+                yield event
+            return
+        async with contextlib.aclosing(stream):  # left early: its handler's task ends here
+            async for event in stream:
+                yield event
+
+    def _start(
+        self, turn: Turn, data: dict[str, Any] | Answered
+    ) -> Answered | AsyncGenerator[RuntimeEvent, None]:
+        """The turn of a checked payload (an ``Answered`` refusal is the turn)."""
+        if isinstance(data, Answered):
+            return data
         message = InboxMessage(message_type=turn.message.type, payload=data, sender=turn.user)
         events = _Events()
         handling = self._handle(InboxWake(message=message), events)
@@ -217,7 +254,7 @@ class EmbeddedSession(RuntimeSession):
 
     async def _rest(
         self, handling: Coroutine[Any, Any, None], pending: Any, events: _Events
-    ) -> AsyncIterator[RuntimeEvent]:
+    ) -> AsyncGenerator[RuntimeEvent, None]:
         """The stream of a handler that waited for something: it goes on in a task."""
         task = self._task = asyncio.ensure_future(_resume(handling, pending))
         try:
@@ -246,6 +283,7 @@ class EmbeddedSession(RuntimeSession):
         events.put(_DONE)
 
     async def cancel(self) -> None:
+        self._stopped = True
         if self._task is not None and not self._task.done():
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
