@@ -49,11 +49,14 @@ async def test_signature_older_than_five_minutes_is_401(gateway_server):
         headers = {**signed_headers(body, "application/json"), "X-Slack-Request-Timestamp": "soon"}
         async with h.slack.session.post(h.slack.url, data=body, headers=headers) as resp:
             garbled_status = resp.status
+        headers = {**signed_headers(body, "application/json"), "X-Slack-Signature": "v0=é"}
+        async with h.slack.session.post(h.slack.url, data=body, headers=headers) as resp:
+            foreign_status = resp.status
         async with h.slack.session.post(
             h.slack.url, data=body, headers={"Content-Type": "application/json"}
         ) as resp:
             unsigned_status = resp.status
-    assert (stale_status, garbled_status, unsigned_status) == (401, 401, 401)
+    assert (stale_status, garbled_status, foreign_status, unsigned_status) == (401,) * 4
     assert recorder.sources == []
 
 
