@@ -24,7 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
-from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
 
@@ -206,7 +206,7 @@ class RedisStore(StateStore):
         if expiry is None or expiry <= time.time():
             return None
         raw = await self._do("hget", self._k("claimv"), key)
-        return None if raw is None else json.loads(raw)
+        return None if raw is None else await decode(raw)
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])

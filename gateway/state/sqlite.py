@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
 
@@ -169,7 +169,7 @@ class SqliteStore(StateStore):
                 "SELECT value FROM claims WHERE key = ? AND expires > ?", (key, time.time())
             ).fetchone()
         )
-        return None if row is None else json.loads(row[0])
+        return None if row is None else await decode(row[0])
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         encoded = encode(value)
