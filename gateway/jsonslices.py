@@ -8,44 +8,69 @@ interpreter goes back to the loop (every switch interval, 5 ms). Same output as 
 
 from __future__ import annotations
 
+import functools
 import json
 import json.decoder
 from collections.abc import Callable, Iterator
 from typing import Any
 
 SLICE = 1000  # list items per encoding call: 1,000 nodes, about 1 ms
+CHARS = 64 * 1024  # characters of a long string per encoding call: about 1 ms
+
+Separators = tuple[str, str]
+DEFAULT: Separators = (", ", ": ")  # json.dumps' own
 
 
-def _encoder(ensure_ascii: bool) -> Callable[[Any], str]:
+@functools.cache
+def _encoder(ensure_ascii: bool, separators: Separators) -> Callable[[Any], str]:
     # json.dumps' output, without its check for cycles (none in the values given here).
-    return json.JSONEncoder(ensure_ascii=ensure_ascii, check_circular=False).encode
+    encoder = json.JSONEncoder(
+        ensure_ascii=ensure_ascii, check_circular=False, separators=separators
+    )
+    return encoder.encode
 
 
-_ENCODE = {True: _encoder(True), False: _encoder(False)}
-
-
-def dumps(value: Any, ensure_ascii: bool = True) -> str:
-    """``json.dumps(value, ensure_ascii=ensure_ascii)``, encoded in pieces: objects key by key,
-    long lists ``SLICE`` items a call.
+def dumps(value: Any, ensure_ascii: bool = True, separators: Separators = DEFAULT) -> str:
+    """``json.dumps(value, ensure_ascii=..., separators=...)``, encoded in pieces: objects key
+    by key, long lists ``SLICE`` items a call, long strings ``CHARS`` characters a call.
     """
-    return "".join(_pieces(value, _ENCODE[ensure_ascii]))
+    return "".join(_pieces(value, _encoder(ensure_ascii, separators), separators))
 
 
-def _pieces(value: Any, encode: Callable[[Any], str]) -> Iterator[str]:
+def _pieces(value: Any, encode: Callable[[Any], str], separators: Separators) -> Iterator[str]:
+    comma, colon = separators
     if isinstance(value, dict) and value:
         separator = "{"
         for key, item in value.items():
-            yield f"{separator}{encode(key)}: "
-            yield from _pieces(item, encode)
-            separator = ", "
+            yield f"{separator}{encode(key)}{colon}"
+            yield from _pieces(item, encode, separators)
+            separator = comma
         yield "}"
     elif isinstance(value, list) and len(value) > SLICE:
         yield "["
         for start in range(0, len(value), SLICE):
-            yield (", " if start else "") + encode(value[start : start + SLICE])[1:-1]
+            yield (comma if start else "") + encode(value[start : start + SLICE])[1:-1]
         yield "]"
+    elif isinstance(value, str) and len(value) > CHARS:
+        # Each character is escaped alone (a code point is never split), so the parts'
+        # escapes are the whole string's.
+        yield '"'
+        for start in range(0, len(value), CHARS):
+            yield encode(value[start : start + CHARS])[1:-1]
+        yield '"'
     else:
         yield encode(value)
+
+
+def text_size(value: Any) -> int:
+    """Characters of the strings in ``value`` (a JSON value): what makes one big."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(map(text_size, value.values()))
+    if isinstance(value, list | tuple):
+        return sum(map(text_size, value))
+    return 0
 
 
 _reader: Any = json.decoder  # its Python reader (JSONObject, JSONArray): not in its stubs

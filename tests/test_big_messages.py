@@ -20,6 +20,7 @@ from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import Turn
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from gateway.runtimes.embedded import runtime as embedded
+from gateway.state import Entry
 from tests.conftest import ServerFactory
 
 # A pasted report: references (thousands of nodes), an emoji (escaped in the JSON).
@@ -187,3 +188,24 @@ async def test_a_cancel_while_a_big_input_is_checked_keeps_its_handler_from_star
     release.set()
     assert await turn == [MessageEnd("cancelled")]
     assert seen == []
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("separators", [jsonslices.DEFAULT, (",", ":")])
+def test_long_strings_are_encoded_in_slices_as_json_dumps_encodes_them(
+    ensure_ascii: bool, separators: tuple[str, str]
+) -> None:
+    text = LINE * (3 * jsonslices.CHARS // len(LINE))  # escapes, emoji in every slice
+    value = {"text": text, "nested": [text, {"k": text[:10]}], "n": None}
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+    assert jsonslices.dumps(value, ensure_ascii, separators) == expected
+
+
+def test_a_big_journal_entry_is_the_text_of_a_small_one() -> None:
+    body = {"message": {"text": TEXT, "attachments": []}, "key": "k"}
+    entry = Entry("id", "webhook:c", "webhook", body, "answered", {"text": TEXT, "usage": None})
+    assert entry.size() >= offload.THRESHOLD
+    encoded = entry.encode()
+    fields = {name: getattr(entry, name) for name in Entry.__dataclass_fields__}
+    assert encoded == json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    assert Entry.decode(encoded) == entry

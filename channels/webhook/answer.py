@@ -106,8 +106,11 @@ def sliced_json(body: dict[str, Any]) -> bytes:
 
 
 async def event_frame(event: str, data: dict[str, Any]) -> bytes:
-    """One server-sent event; a big one (``accepted``, ``reply``) encoded in a thread."""
-    size = text_size(data)
+    """One server-sent event; a big one (``accepted``, ``reply``, a long ``delta``) encoded
+    in a thread.
+    """
+    text = data.get("text")  # a delta's, a reasoning's
+    size = text_size(data) + (len(text) if isinstance(text, str) else 0)
     if size < offload.THRESHOLD:
         return _frame(event, json.dumps(data, ensure_ascii=False))
     return await offload.off_loop(size, _big_frame, event, data)

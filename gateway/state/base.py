@@ -55,14 +55,32 @@ class Entry:
         # Not asdict(): it deep-copies every field, three times per input on the hot path;
         # the fields are JSON values already, so the same text comes out.
         fields = {name: getattr(self, name) for name in _ENTRY_FIELDS}
-        return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+        if self.size() < offload.THRESHOLD:
+            return json.dumps(fields, ensure_ascii=False, separators=_COMPACT)
+        return jsonslices.dumps(fields, ensure_ascii=False, separators=_COMPACT)
+
+    def size(self) -> int:
+        """Characters of text the entry holds (its input's record, its reply)."""
+        return jsonslices.text_size(self.body) + jsonslices.text_size(self.reply)
+
+    async def encoded(self) -> str:
+        """``encode()``; a big entry's (a 1 MiB input, its reply) in a thread (issue 10)."""
+        return await offload.off_loop(self.size(), self.encode)
 
     @classmethod
     def decode(cls, raw: str | bytes) -> Entry:
-        return cls(**json.loads(raw))
+        if len(raw) < offload.THRESHOLD:
+            return cls(**json.loads(raw))
+        return cls(**_sliced_loads(raw))
+
+    @classmethod
+    async def decoded(cls, raw: str | bytes) -> Entry:
+        """``decode(raw)``; a big entry's in a thread."""
+        return cls(**await decode(raw))
 
 
 _ENTRY_FIELDS = tuple(f.name for f in dataclass_fields(Entry))
+_COMPACT = (",", ":")
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,13 +193,14 @@ class SqliteStore(StateStore):
                 (entry.id, entry.conversation),
             )
             entry.seq = int(cursor.lastrowid or 0)
-            db.execute("UPDATE journal SET entry = ? WHERE seq = ?", (entry.encode(), entry.seq))
-            return Entry.decode(entry.encode())
+            text = entry.encode()  # here, in the worker thread: a big entry's in slices
+            db.execute("UPDATE journal SET entry = ? WHERE seq = ?", (text, entry.seq))
+            return Entry.decode(text)
 
         return await self._call(work)
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
-        encoded = entry.encode()
+        encoded = await entry.encoded()
 
         def work(db: sqlite3.Connection) -> bool:
             if fence is not None and not self._current(db, fence):
