@@ -52,10 +52,13 @@ class Entry:
     created: float = 0.0
 
     def encode(self) -> str:
+        return self._encode(self.size())
+
+    def _encode(self, size: int) -> str:
         # Not asdict(): it deep-copies every field, three times per input on the hot path;
         # the fields are JSON values already, so the same text comes out.
         fields = {name: getattr(self, name) for name in _ENTRY_FIELDS}
-        if self.size() < offload.THRESHOLD:
+        if size < offload.THRESHOLD:
             return json.dumps(fields, ensure_ascii=False, separators=_COMPACT)
         return jsonslices.dumps(fields, ensure_ascii=False, separators=_COMPACT)
 
@@ -65,7 +68,8 @@ class Entry:
 
     async def encoded(self) -> str:
         """``encode()``; a big entry's (a 1 MiB input, its reply) in a thread (issue 10)."""
-        return await offload.off_loop(self.size(), self.encode)
+        size = self.size()
+        return await offload.off_loop(size, self._encode, size)
 
     @classmethod
     def decode(cls, raw: str | bytes) -> Entry:
