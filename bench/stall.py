@@ -1,6 +1,7 @@
 """The longest stall of the gateway's event loop while one big message is handled (issue 10).
 
-``python bench/stall.py`` starts slashgate on the embedded runtime (memory store) in a
+``python bench/stall.py`` starts slashgate on the embedded runtime (SQLite store, in a
+temporary directory) in a
 process of its own, with a probe task on its loop that sleeps 1 ms again and again and notes
 how late it wakes: the longest lateness while a message is handled is the longest stretch
 the loop ran something else, the message's worst stall. A poller, in a third process, asks
@@ -9,6 +10,11 @@ client waits at worst (it can queue behind more than one stretch). Meanwhile thi
 sends big messages, one at a time, through ``POST /v1/messages`` (``/echo`` and the pasted
 report of bench/micro.py), each after a quiet pause. The idle row is the same figures with
 no message in flight: the machine's own noise.
+
+The 1 MiB body goes four ways: a JSON answer; server-sent events (``Accept:
+text/event-stream``: the ``accepted`` and ``reply`` events); with an ``Idempotency-Key`` (the
+input journaled, the answer stored for a replay); and again with that key (the stored answer
+replayed).
 
 Sizes: the largest body the webhook takes (1 MiB of JSON), the longest text Slack sends
 (a message of 40,000 characters) and the longest Telegram sends (4,096 characters). The
@@ -23,6 +29,7 @@ import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +41,18 @@ sys.path.insert(0, str(ROOT))
 from bench import micro  # noqa: E402
 
 LIMIT = 1024 * 1024  # the webhook's default body limit (webhook_max_body)
-SIZES = {"webhook 1 MiB body": LIMIT, "Slack 40,000 chars": 40_000, "Telegram 4,096 chars": 4_096}
+JSON = {"Content-Type": "application/json"}
+SSE = {**JSON, "Accept": "text/event-stream"}
+KEY = "Idempotency-Key"
+# name: (text size, request headers); a KEY header gets the round's number appended.
+SIZES = {
+    "webhook 1 MiB body": (LIMIT, JSON),
+    "webhook 1 MiB body, SSE": (LIMIT, SSE),
+    "webhook 1 MiB, Idempotency-Key": (LIMIT, {**JSON, KEY: "stall-"}),
+    "webhook 1 MiB, same key again": (LIMIT, {**JSON, KEY: "stall-"}),
+    "Slack 40,000 chars": (40_000, JSON),
+    "Telegram 4,096 chars": (4_096, JSON),
+}
 POLL, SERVE = "poll", "serve"  # argv[1] of the poller and of the server process
 PROBE_SLEEP = 0.001
 
@@ -93,12 +111,16 @@ async def serve() -> None:
             await asyncio.sleep(PROBE_SLEEP)
             samples.append((start, time.monotonic() - start - PROBE_SLEEP))
 
-    settings = Settings(port=0, log_level="WARNING", store="memory")  # type: ignore[call-arg]
-    async with running(settings) as server:
-        print(f"listening on {server.url}", flush=True)
-        task = asyncio.ensure_future(probe())
-        await until_stdin_closes()
-        task.cancel()
+    with tempfile.TemporaryDirectory() as state:
+        path = Path(state) / "state.sqlite3"
+        settings = Settings(  # type: ignore[call-arg]
+            port=0, log_level="WARNING", store="sqlite", state_path=path
+        )
+        async with running(settings) as server:
+            print(f"listening on {server.url}", flush=True)
+            task = asyncio.ensure_future(probe())
+            await until_stdin_closes()
+            task.cancel()
     print(json.dumps(samples), flush=True)
 
 
@@ -125,12 +147,14 @@ async def measure(rounds: int, pause: float) -> Result:
     assert poller.stdout is not None
     await asyncio.wait_for(poller.stdout.readline(), 60)  # its first health check
     spans: dict[str, list[tuple[float, float]]] = {name: [] for name in SIZES}
-    bodies = {name: body(size) for name, size in SIZES.items()}
-    headers = {"Content-Type": "application/json"}
+    bodies = {name: body(size) for name, (size, _) in SIZES.items()}
     async with aiohttp.ClientSession() as session:
         await asyncio.sleep(pause)
-        for _ in range(rounds):
+        for round_ in range(rounds):
             for name, data in bodies.items():
+                headers = dict(SIZES[name][1])
+                if KEY in headers:
+                    headers[KEY] += str(round_)
                 start = time.monotonic()
                 async with session.post(f"{url}/v1/messages", data=data, headers=headers) as r:
                     answer = await r.read()

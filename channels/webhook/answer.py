@@ -1,30 +1,41 @@
-"""The JSON answer to ``POST /v1/messages``; a big one off the event loop (issue 10).
+"""The answer to ``POST /v1/messages`` (JSON or server-sent events); a big one off the event
+loop (issue 10).
 
-A 1 MiB message's answer is some 6 MB of JSON (its forwarded nodes, the reply). Built,
-encoded and written on the loop, it held it for 150 ms. Above ``offload.THRESHOLD``
-characters of text the body is built and encoded in a worker thread, its long lists
-``SLICE`` items a call (one C call holds the interpreter until it returns; between calls
-the loop gets it back), and written ``WRITE`` bytes at a time. The bytes are the same.
+A 1 MiB message's answer is some 6 MB of JSON (its forwarded nodes, the reply), and its
+events as much each. Built, encoded and written on the loop, it held it for 150 ms. Above
+``offload.THRESHOLD`` characters of text the body is built and encoded in a worker thread in
+slices (``gateway/jsonslices.py``), and written ``WRITE`` bytes at a time. The bytes are the
+same.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from aiohttp import web
 
-from gateway import offload
+from contract import Classification, ComposerInputMessage
+from gateway import jsonslices, offload
 from gateway.inbound import Outcome
+from gateway.state import Encoded
 
-from .wire import outcome_body
+from .wire import accepted_body, outcome_body
 
 # json.dumps' output, without its check for cycles (none in a body built here): an answer's
 # encoding is a good part of the request's cost.
 _encode = json.JSONEncoder(check_circular=False).encode
-SLICE = 1000  # list items per encoding call: 1,000 nodes, about 1 ms
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
+
+
+def text_size(body: dict[str, Any]) -> int:
+    """Characters of text in an answer (or ``accepted``) body: its forwarded source and its
+    reply, what makes it big.
+    """
+    forwarded, reply = body.get("forwarded"), body.get("reply")
+    return (len(forwarded["payload"]["source"]) if forwarded else 0) + (
+        len(reply["text"]) if reply else 0
+    )
 
 
 async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
@@ -34,46 +45,80 @@ async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
     return await offload.off_loop(size, outcome_body, conversation, outcome)
 
 
-async def respond(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it."""
-    forwarded, reply = body["forwarded"], body["reply"]
-    size = (len(forwarded["payload"]["source"]) if forwarded else 0) + (
-        len(reply["text"]) if reply else 0
-    )
+async def accepted_data(
+    conversation: str, classification: Classification, forwarded: ComposerInputMessage | None
+) -> dict[str, Any]:
+    """``accepted_body``; a big one's in a thread."""
+    size = len(forwarded.payload.source) if forwarded else 0
+    return await offload.off_loop(size, accepted_body, conversation, classification, forwarded)
+
+
+async def stored_answer(fingerprint: str, body: dict[str, Any]) -> dict[str, Any] | Encoded:
+    """What an Idempotency-Key keeps for a replay: a big one encoded in a thread, as the store
+    would encode it.
+    """
+    value = {"fingerprint": fingerprint, "answer": body}
+    size = text_size(body)
     if size < offload.THRESHOLD:
-        return web.json_response(body, dumps=_encode)
-    data = memoryview(await offload.off_loop(size, sliced_json, body))
-    response = web.StreamResponse()
+        return value
+    return await offload.off_loop(size, _encoded, value)
+
+
+def _encoded(value: dict[str, Any]) -> Encoded:
+    return Encoded(jsonslices.dumps(value, ensure_ascii=False))
+
+
+async def respond(
+    request: web.Request, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> web.StreamResponse:
+    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it."""
+    size = text_size(body)
+    if size < offload.THRESHOLD:
+        return web.json_response(body, dumps=_encode, headers=headers)
+    data = await offload.off_loop(size, sliced_json, body)
+    response = web.StreamResponse(headers=headers)
     response.content_type, response.charset = "application/json", "utf-8"
     response.content_length = len(data)
     await response.prepare(request)
     try:
-        for start in range(0, len(data), WRITE):
-            await response.write(data[start : start + WRITE])
+        await write(response, data)
         await response.write_eof()
     except ConnectionResetError:
         pass  # the client left: as for an answer aiohttp writes, nothing to do
     return response
 
 
+async def write(response: web.StreamResponse, data: bytes) -> None:
+    """``response.write(data)``, ``WRITE`` bytes a call (one 6.4 MB write held the loop 25-35
+    ms); small data in one.
+    """
+    if len(data) <= WRITE:
+        await response.write(data)
+        return
+    view = memoryview(data)
+    for start in range(0, len(data), WRITE):
+        await response.write(view[start : start + WRITE])
+
+
 def sliced_json(body: dict[str, Any]) -> bytes:
     """``json.dumps(body).encode()``, encoded in pieces."""
-    return "".join(_pieces(body)).encode()
+    return jsonslices.dumps(body).encode()
 
 
-def _pieces(value: Any) -> Iterator[str]:
-    """``_encode(value)`` in pieces: objects key by key, long lists ``SLICE`` items a call."""
-    if isinstance(value, dict) and value:
-        separator = "{"
-        for key, item in value.items():
-            yield f"{separator}{_encode(key)}: "
-            yield from _pieces(item)
-            separator = ", "
-        yield "}"
-    elif isinstance(value, list) and len(value) > SLICE:
-        yield "["
-        for start in range(0, len(value), SLICE):
-            yield (", " if start else "") + _encode(value[start : start + SLICE])[1:-1]
-        yield "]"
-    else:
-        yield _encode(value)
+async def event_frame(event: str, data: dict[str, Any]) -> bytes:
+    """One server-sent event; a big one (``accepted``, ``reply``, a long ``delta``) encoded
+    in a thread.
+    """
+    text = data.get("text")  # a delta's, a reasoning's
+    size = text_size(data) + (len(text) if isinstance(text, str) else 0)
+    if size < offload.THRESHOLD:
+        return _frame(event, json.dumps(data, ensure_ascii=False))
+    return await offload.off_loop(size, _big_frame, event, data)
+
+
+def _big_frame(event: str, data: dict[str, Any]) -> bytes:
+    return _frame(event, jsonslices.dumps(data, ensure_ascii=False))
+
+
+def _frame(event: str, payload: str) -> bytes:
+    return f"event: {event}\ndata: {payload}\n\n".encode()

@@ -27,7 +27,7 @@ from gateway.openapi import document
 from gateway.state import Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
-from .answer import answer_body, respond
+from .answer import accepted_data, answer_body, event_frame, respond, stored_answer, write
 from .docs import operations
 from .events import sse_event
 from .files import RequestProblem, WebhookFiles, refusal
@@ -36,7 +36,6 @@ from .wire import (
     ClassifyIn,
     CompleteQuery,
     MessageIn,
-    accepted_body,
     commands_body,
     completion_body,
     describe_validation_error,
@@ -127,9 +126,9 @@ class EventStreamSink(AnswerSink):
     async def send(self, event: str, data: dict[str, Any]) -> None:
         if self.gone:
             return
-        payload = json.dumps(data, ensure_ascii=False)
+        frame = await event_frame(event, data)
         try:
-            await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+            await write(self.response, frame)
         except ConnectionResetError:
             # The client left; the turn goes on (its reply is still replayable by key).
             self.gone = True
@@ -138,7 +137,9 @@ class EventStreamSink(AnswerSink):
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
         self.sent_accepted = True
-        await self.send("accepted", accepted_body(self.conversation, classification, forwarded))
+        await self.send(
+            "accepted", await accepted_data(self.conversation, classification, forwarded)
+        )
 
     async def delta(self, text: str) -> None:
         await self.send("delta", {"text": text})
@@ -405,7 +406,7 @@ class WebhookChannel(Channel):
     # -- Idempotency-Key ------------------------------------------------------------------
 
     async def store_answer(self, idempotency: Idempotency, body: dict[str, Any]) -> None:
-        value = {"fingerprint": idempotency.fingerprint, "answer": body}
+        value = await stored_answer(idempotency.fingerprint, body)
         await self.gateway.store.remember(idempotency.claim, value, self.settings.idempotency_ttl)
         first = self._running.pop(idempotency.key)
         if first is not None and not first.done():
@@ -481,7 +482,7 @@ class WebhookChannel(Channel):
     ) -> web.StreamResponse:
         headers = {"Idempotent-Replayed": "true"}
         if not streaming:
-            return web.json_response(body, headers=headers)
+            return await respond(request, body, headers)
         response = web.StreamResponse(
             headers={
                 **headers,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Entry, EntryState, Lease, StateStore, StoreUnavailable
+from .base import Encoded, Entry, EntryState, Lease, StateStore, StoreUnavailable
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 from .timed import TimedStore
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 __all__ = [
+    "Encoded",
     "Entry",
     "EntryState",
     "Lease",

@@ -7,7 +7,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from .base import Entry, Lease, StateStore, encode
+from .base import Entry, Lease, StateStore, decode, encode
 
 
 class MemoryStore(StateStore):
@@ -75,7 +75,7 @@ class MemoryStore(StateStore):
 
     async def recall(self, key: str) -> Any | None:
         held = self._live_claim(key, time.time())
-        return None if held is None else json.loads(held)
+        return None if held is None else await decode(held)
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         self._put_claim(key, value, ttl, time.time())

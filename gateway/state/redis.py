@@ -24,7 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
-from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
 
@@ -206,7 +206,7 @@ class RedisStore(StateStore):
         if expiry is None or expiry <= time.time():
             return None
         raw = await self._do("hget", self._k("claimv"), key)
-        return None if raw is None else json.loads(raw)
+        return None if raw is None else await decode(raw)
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])
@@ -226,19 +226,12 @@ class RedisStore(StateStore):
             self._k("jseqn"),
             self._k("jc", entry.conversation),
         ]
-        args = [
-            claim or "",
-            time.time(),
-            ttl,
-            self.max_claims,
-            entry.id,
-            entry.encode(),
-            encode(value),
-        ]
+        encoded = await entry.encoded()
+        args = [claim or "", time.time(), ttl, self.max_claims, entry.id, encoded, encode(value)]
         seq = await self._eval(_APPEND, keys, args)
         if seq is None:
             return None
-        added = Entry.decode(entry.encode())
+        added = await Entry.decoded(encoded)
         added.seq = int(seq)
         return added
 
@@ -246,7 +239,7 @@ class RedisStore(StateStore):
         lease_key = self._k("lease", fence.name) if fence else self._k("j")
         held = f"{fence.token}|{fence.owner}" if fence else ""
         done = await self._eval(
-            _UPDATE, [self._k("j"), lease_key], [entry.id, entry.encode(), held]
+            _UPDATE, [self._k("j"), lease_key], [entry.id, await entry.encoded(), held]
         )
         return bool(done)
 

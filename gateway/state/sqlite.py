@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Entry, Lease, StateStore, StoreUnavailable, encode
+from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
 
@@ -169,7 +169,7 @@ class SqliteStore(StateStore):
                 "SELECT value FROM claims WHERE key = ? AND expires > ?", (key, time.time())
             ).fetchone()
         )
-        return None if row is None else json.loads(row[0])
+        return None if row is None else await decode(row[0])
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         encoded = encode(value)
@@ -193,13 +193,14 @@ class SqliteStore(StateStore):
                 (entry.id, entry.conversation),
             )
             entry.seq = int(cursor.lastrowid or 0)
-            db.execute("UPDATE journal SET entry = ? WHERE seq = ?", (entry.encode(), entry.seq))
-            return Entry.decode(entry.encode())
+            text = entry.encode()  # here, in the worker thread: a big entry's in slices
+            db.execute("UPDATE journal SET entry = ? WHERE seq = ?", (text, entry.seq))
+            return Entry.decode(text)
 
         return await self._call(work)
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
-        encoded = entry.encode()
+        encoded = await entry.encoded()
 
         def work(db: sqlite3.Connection) -> bool:
             if fence is not None and not self._current(db, fence):
