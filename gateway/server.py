@@ -164,6 +164,17 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
         gc.unfreeze()
 
 
+def settle() -> None:
+    """Once started: the start-up's objects (modules, models, schemas: 56,000 with the
+    webhook alone, about 200,000 with aiogram) out of the collector's way. Every full
+    collection walked them all again while serving: 5-15% of the CPU per request in the
+    bench. Garbage is collected first, so that none is kept for good; a frozen object freed
+    later is freed as usual (only cycles among such objects are not).
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def _warn_of_a_missing_agent(settings: Settings) -> None:
     """An agent program that is not there: every input would fail, so say what to check."""
     command = {"acp": settings.acp_command, "pi": settings.pi_command}.get(settings.runtime)
@@ -190,6 +201,7 @@ async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with running(settings, runtime) as server:
+        settle()
         # The runtime and channels are in the start-up log lines just above.
         print(f"slashgate listening on {server.url}", flush=True)
         await stop.wait()
