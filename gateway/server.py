@@ -167,8 +167,8 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
 def settle() -> None:
     """Once started: the start-up's objects (modules, models, schemas: tens of thousands,
     many more with aiogram) out of the collector's way. Serving Telegram makes cyclic
-    garbage, and each full collection walked them all again: 170-350 ms per collection in
-    the bench, 2-4 ms once frozen (the webhook path makes almost none: no change there).
+    garbage, and each full collection walked them all again: about 170 ms per collection
+    in the bench, 2-4 ms once frozen (the webhook path makes almost none: no change there).
     Garbage is collected first, so that none is kept for good; a frozen object freed later
     is freed as usual (only cycles among such objects are not).
     """
