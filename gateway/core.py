@@ -595,7 +595,9 @@ class Gateway:
                     holder = self._background.spawn(
                         self.journal.hold(held, lambda: self.stop_run(conv))
                     )
-                turn = Turn(forwarded, agent_name, result.args, message.user, message.attachments)
+                turn = Turn(
+                    forwarded, agent_name, result.args, message.user, message.attachments, True
+                )
                 if entry is not None:
                     entry.state, entry.command = "running", name
                     await self.journal.mark(entry, held.lease if held else None)

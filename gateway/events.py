@@ -115,7 +115,8 @@ class PlanUpdated:
 
 @dataclass(frozen=True, slots=True)
 class UsageReported:
-    """What the turn cost, as far as the runtime tells; None means "not reported".
+    """What the turn cost, as far as the runtime tells; None means "not reported" (left
+    out of the webhook's JSON, whose ``usage`` is this).
 
     Tokens of the turn, and the context window (``context_used`` of ``context_size``).
     Later reports in a turn complete earlier ones field by field (``merged``).

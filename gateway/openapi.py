@@ -1,8 +1,9 @@
 """OpenAPI 3.1 for every HTTP route of the gateway, served at ``GET /openapi.json``.
 
 Whoever adds a route documents it beside it: ``document(app, Operation(...))`` with the
-pydantic models its handler reads and answers with, so that the schema cannot drift from the
-handler. The document is built once, on the first request, from the operations of the app.
+pydantic models (or dataclasses) its handler reads and answers with, so that the schema
+cannot drift from the handler. The document is built once, on the first request, from the
+operations of the app.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic import TypeAdapter
 
 REF = "#/components/schemas/{model}"
+# A pydantic model, or a dataclass (such as an event of the core's that a body carries as is).
+Model = type[Any]
 
 
 @dataclass(frozen=True)
@@ -24,9 +26,9 @@ class Body:
     """One media type of a request or a response: a model, or a raw JSON schema."""
 
     content_type: str = "application/json"
-    model: type[BaseModel] | None = None
+    model: Model | None = None
     schema: Mapping[str, Any] | None = None
-    events: Mapping[str, type[BaseModel]] | None = None  # text/event-stream: event -> data
+    events: Mapping[str, Model] | None = None  # text/event-stream: event -> data
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,10 @@ def document(app: web.Application, *operations: Operation) -> None:
 
 def build(operations: list[Operation], version: str) -> dict[str, Any]:
     models = _models(operations)
-    refs, defs = models_json_schema([(m, "validation") for m in models], ref_template=REF)
-    ref = {model: refs[(model, "validation")] for model in models}
+    refs, defs = TypeAdapter.json_schemas(
+        [(i, "validation", TypeAdapter(m)) for i, m in enumerate(models)], ref_template=REF
+    )
+    ref = {model: refs[(i, "validation")] for i, model in enumerate(models)}
     paths: dict[str, dict[str, Any]] = {}
     for op in operations:
         paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, ref)
@@ -90,8 +94,8 @@ def build(operations: list[Operation], version: str) -> dict[str, Any]:
     }
 
 
-def _models(operations: list[Operation]) -> list[type[BaseModel]]:
-    found: dict[type[BaseModel], None] = {}
+def _models(operations: list[Operation]) -> list[Model]:
+    found: dict[Model, None] = {}
     for op in operations:
         bodies = [*op.request, *(b for r in op.responses.values() for b in r.bodies)]
         for body in bodies:
@@ -102,7 +106,7 @@ def _models(operations: list[Operation]) -> list[type[BaseModel]]:
     return list(found)
 
 
-def _content(bodies: tuple[Body, ...], ref: dict[type[BaseModel], Any]) -> dict[str, Any]:
+def _content(bodies: tuple[Body, ...], ref: dict[Model, Any]) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for body in bodies:
         media: dict[str, Any] = {
@@ -114,7 +118,7 @@ def _content(bodies: tuple[Body, ...], ref: dict[type[BaseModel], Any]) -> dict[
     return content
 
 
-def _operation(op: Operation, ref: dict[type[BaseModel], Any]) -> dict[str, Any]:
+def _operation(op: Operation, ref: dict[Model, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "operationId": re.sub(r"[^A-Za-z0-9]+", "_", f"{op.method} {op.path}").strip("_"),
         "summary": op.summary,

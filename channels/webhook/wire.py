@@ -20,7 +20,7 @@ from pydantic import (
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
 from gateway.composer import message_json
-from gateway.events import PermissionOption, PlanEntry, Status
+from gateway.events import PermissionOption, PlanEntry, Status, UsageReported
 from gateway.inbound import Outcome, Reply
 from gateway.validation import describe_validation_error as describe_errors
 
@@ -73,17 +73,6 @@ class ClassificationOut(BaseModel):
     args: str
 
 
-class UsageOut(BaseModel):
-    """What the turn cost, as far as the runtime reported (absent figures were not)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    total_tokens: int | None = None
-    thought_tokens: int | None = None
-    context_used: int | None = None
-    context_size: int | None = None
-
-
 class ReplyOut(BaseModel):
     """The one final reply: Markdown ``text``; ``category`` null on success; ``usage`` only
     when the runtime reported it.
@@ -92,7 +81,7 @@ class ReplyOut(BaseModel):
     text: str
     category: Category | None
     stop_reason: str | None
-    usage: UsageOut | None = None
+    usage: UsageReported | None = None
 
 
 class AcceptedEvent(BaseModel):
@@ -163,7 +152,8 @@ class ReasoningEvent(BaseModel):
     text: str
 
 
-SSE_EVENTS: dict[str, type[BaseModel]] = {
+# A pydantic model or a dataclass per event (``usage`` is the core's own ``UsageReported``).
+SSE_EVENTS: dict[str, type[Any]] = {
     "accepted": AcceptedEvent,
     "delta": DeltaEvent,
     "tool": ToolEvent,
@@ -171,7 +161,7 @@ SSE_EVENTS: dict[str, type[BaseModel]] = {
     "status": StatusEvent,
     "plan": PlanEvent,
     "reasoning": ReasoningEvent,
-    "usage": UsageOut,
+    "usage": UsageReported,
     "reply": MessageOut,
 }
 
@@ -222,7 +212,7 @@ def reply_body(reply: Reply | None) -> dict[str, Any] | None:
     }
     usage = usage_body(reply.usage)
     if usage is not None:
-        body["usage"] = UsageOut(**usage).model_dump(mode="json", exclude_none=True)
+        body["usage"] = usage
     return body
 
 

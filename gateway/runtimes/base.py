@@ -30,6 +30,9 @@ class Turn:
     args: str
     user: str
     attachments: tuple[Attachment, ...] = ()
+    # The core's own composer_input: made by the contract and lowered for the runtime's
+    # names, valid by construction (a runtime that checks what it gets may skip it).
+    checked: bool = False
 
 
 @dataclass(slots=True)
