@@ -110,7 +110,7 @@ async def slashgate(kind: str, api: str) -> None:
     from pydantic import SecretStr
 
     from gateway.config import Settings
-    from gateway.server import running, settle
+    from gateway.server import running
 
     # The store is the bench's choice (``--store``), never a file left in the work tree.
     store = os.environ.get("BENCH_STORE", "memory")
@@ -130,7 +130,6 @@ async def slashgate(kind: str, api: str) -> None:
     with tempfile.TemporaryDirectory(prefix="slashgate-bench-") as state:
         settings["state_path"] = Path(state) / "state.sqlite3"
         async with running(Settings(**settings)) as server:
-            settle()  # as ``serve`` does
             print(f"listening on {server.url}", flush=True)
             await until_terminated()
 

@@ -148,10 +148,7 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
             await gateway.recover()
         except Exception as exc:  # a port in use, a refused token, an agent that is not there
             raise StartError(f"{type(exc).__name__}: {exc}") from exc
-        # What start-up made (modules, models, the app: some 57,000 objects) lives as long as
-        # the server: out of the collector's sight, the full collections that a big message's
-        # allocations set off scan only what came after (issue 10: 30-90 ms on the loop).
-        gc.freeze()
+        settle()
         yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
     finally:
         # Cancel the turns first, while the channels can still deliver their replies; then
@@ -166,11 +163,11 @@ async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIt
 
 def settle() -> None:
     """Once started: the start-up's objects (modules, models, schemas: tens of thousands,
-    many more with aiogram) out of the collector's way. Serving Telegram makes cyclic
-    garbage, and each full collection walked them all again: about 170 ms per collection
-    in the bench, 2-4 ms once frozen (the webhook path makes almost none: no change there).
-    Garbage is collected first, so that none is kept for good; a frozen object freed later
-    is freed as usual (only cycles among such objects are not).
+    many more with aiogram) out of the collector's way until the server stops. Serving
+    Telegram makes cyclic garbage, and each full collection walked them all again: about
+    170 ms per collection in the bench, 2-4 ms once frozen; a big message's allocations set
+    off full collections of 30-90 ms on the loop (issue 10). Garbage is collected first, so
+    that none is kept while frozen; a frozen object freed later is freed as usual.
     """
     gc.collect()
     gc.freeze()
@@ -202,7 +199,6 @@ async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with running(settings, runtime) as server:
-        settle()
         # The runtime and channels are in the start-up log lines just above.
         print(f"slashgate listening on {server.url}", flush=True)
         await stop.wait()
