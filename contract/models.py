@@ -165,8 +165,6 @@ class Nodes(Sequence[ComposerNode]):
     def dump(self) -> list[dict[str, Any]]:
         """The nodes as ``model_dump`` gives them (no node has a None field to exclude)."""
         columns = self._columns
-        if columns is None and self._rows is None and self._pieces is not None:
-            return pieces.dump(*self._pieces)
         rows = zip(*columns, strict=True) if columns is not None else self.rows
         key = pieces.VALUE_KEY
         return [

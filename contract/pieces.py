@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .utf16 import utf16_ends, utf16_len
 
@@ -40,34 +40,6 @@ def rows(pieces: Sequence[str], astral: bool) -> list[Row]:
         text = following
     if text:
         found.append(("text", end, end + size(text), text, None))
-    return found
-
-
-def dump(pieces: Sequence[str], astral: bool) -> list[dict[str, Any]]:
-    """``rows`` as node dicts, made straight from the pieces: the same loop, no rows."""
-    size = utf16_len if astral else len
-    found: list[dict[str, Any]] = []
-    end = 0
-    text = pieces[0]
-    after = iter(pieces)
-    next(after)
-    for raw, kind, value, following in zip(after, after, after, after, strict=True):
-        if text:
-            found.append(
-                {"kind": "text", "start": end, "end": (end := end + size(text)), "raw": text}
-            )
-        found.append(
-            {
-                "kind": kind,
-                "start": end,
-                "end": (end := end + size(raw)),
-                "raw": raw,
-                VALUE_KEY[kind]: value,
-            }
-        )
-        text = following
-    if text:
-        found.append({"kind": "text", "start": end, "end": end + size(text), "raw": text})
     return found
 
 
