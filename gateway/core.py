@@ -531,7 +531,8 @@ class Gateway:
     async def _handle(
         self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
     ) -> Outcome:
-        result = self._contract(conv, message.bot_username).classify(message.text)
+        contract = self._contract(conv, message.bot_username)
+        result = await contract_work(conv.key, message.text, contract.classify, message.text)
         if result.for_other_bot:
             return await self._drop(result, entry)
 

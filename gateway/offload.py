@@ -1,7 +1,8 @@
 """Big inputs' contract work off the event loop (issue 10: no message blocks it 50 ms).
 
-Building the composer_input of a long message (its nodes, their UTF-16 offsets, the strict
-lowering) is pure Python work linear in its size: about 30 ms for 1 MiB on this machine.
+Classifying a long message and building its composer_input (its nodes, their UTF-16 offsets,
+the strict lowering) is pure Python work linear in its size: about 30 ms for 1 MiB on this
+machine.
 Above ``THRESHOLD`` it runs in a worker thread, where the interpreter hands the GIL back to
 the loop every switch interval (5 ms): the loop keeps serving while it runs. Below, a thread
 would cost more than the work, and the work runs at once.
