@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import compress, repeat
+from operator import eq
 from typing import Annotated, Any, Literal, overload
 
 from pydantic import (
@@ -81,6 +83,7 @@ ComposerNode = Annotated[
 ]
 
 
+SLASH = "slash_command"
 # One node before it is a model: (kind, start, end, raw, name or path; None for text).
 Row = tuple[str, int, int, str, str | None]
 _NODE_MODELS: TypeAdapter[tuple[ComposerNode, ...]] = TypeAdapter(tuple[ComposerNode, ...])
@@ -173,6 +176,28 @@ class Nodes(Sequence[ComposerNode]):
             else {"kind": kind, "start": start, "end": end, "raw": raw, key[kind]: value}
             for kind, start, end, raw, value in rows
         ]
+
+    def _few(self) -> list[str] | None:
+        """The contract's pieces when nothing else was made of them yet."""
+        if self._pieces is None or self._rows is not None or self._columns is not None:
+            return None
+        return self._pieces[0]
+
+    def command_names(self) -> list[str | None]:
+        """The names of the slash_command nodes, in order; read from a few pieces as they
+        are (a strict runtime's check of every input, which needs no rows).
+        """
+        parts = self._few()
+        if parts is not None:  # text, then (raw, kind, value, text) per node
+            return [v for k, v in zip(parts[2::4], parts[3::4], strict=True) if k == SLASH]
+        kinds, *_, values = self.columns
+        return list(compress(values, map(eq, kinds, repeat(SLASH))))
+
+    def __bool__(self) -> bool:
+        parts = self._few()
+        if parts is not None:
+            return len(parts) > 1 or bool(parts[0])
+        return len(self) > 0
 
     def __len__(self) -> int:
         if self._models is not None:

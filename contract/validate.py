@@ -92,9 +92,7 @@ def strict_payload(payload: ComposerInputPayload) -> ComposerInputPayload:
     if not nodes:
         return payload
     plain = as_nodes(nodes)
-    kinds, *_, values = plain.columns
-    commands = compress(values, map(eq, kinds, repeat("slash_command")))
-    if all(STRICT_NAME.fullmatch(name or "") for name in commands):
+    if all(STRICT_NAME.fullmatch(name or "") for name in plain.command_names()):
         return payload
     rows = plain.rows
     merged: list[Row] = []

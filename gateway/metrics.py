@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,10 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client import metrics as prometheus_metrics
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 from .inbound import Outcome
 
@@ -46,6 +51,92 @@ class TurnMetrics:
     first_delta: Any  # slashgate_turn_first_delta_seconds{channel, runtime}
 
 
+class _Count:
+    """A counter's child as a plain number (see ``_Family``)."""
+
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.created = time.time()
+
+    def inc(self) -> None:
+        self.value += 1
+
+
+class _Timing:
+    """A histogram's child as plain numbers: the count per bucket (not cumulative) and the sum."""
+
+    __slots__ = ("bounds", "counts", "created", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf's
+        self.total = 0.0
+        self.created = time.time()
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(self.bounds, seconds)] += 1  # the first bound >= seconds
+        self.total += seconds
+
+
+class _Family:
+    """A labelled counter (no ``buckets``) or histogram updated on every turn: its children
+    are plain numbers, moved without prometheus_client's lock and checks (the event loop is
+    the only writer), and exposed with the samples prometheus_client gives its own
+    (``_total`` or ``_bucket``/``_count``/``_sum``, and ``_created``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: list[str],
+        registry: CollectorRegistry,
+        buckets: tuple[float, ...] | None = None,
+    ) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.bounds = None if buckets is None else tuple(float(b) for b in buckets)
+        self._children: dict[tuple[str, ...], Any] = {}
+        registry.register(self)
+
+    def labels(self, *values: str) -> Any:
+        child = self._children.get(values)
+        if child is None:
+            child = _Count() if self.bounds is None else _Timing(self.bounds)
+            self._children[values] = child
+        return child
+
+    def _family(self) -> Metric:
+        if self.bounds is None:
+            return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def describe(self) -> list[Metric]:
+        return [self._family()]
+
+    def collect(self) -> list[Metric]:
+        created = getattr(prometheus_metrics, "_use_created", True)  # as prometheus_client
+        children = list(self._children.items())
+        if self.bounds is None:
+            counter = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+            for values, count in children:
+                counter.add_metric(values, float(count.value), count.created if created else None)
+            return [counter]
+        histogram = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        les = (*map(floatToGoString, self.bounds), "+Inf")
+        for values, timing in children:
+            cumulative, buckets = 0.0, []
+            for le, n in zip(les, timing.counts, strict=True):
+                cumulative += n
+                buckets.append((le, cumulative))
+            histogram.add_metric(values, buckets, timing.total)
+            if created:
+                labels = dict(zip(self.labelnames, values, strict=True))
+                histogram.samples.append(Sample(f"{self.name}_created", labels, timing.created))
+        return [histogram]
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
@@ -53,31 +144,32 @@ class Metrics:
         # (channel, classification, reply category) -> the children ``handled`` moves.
         self._handled: dict[tuple[str, str, str | None], tuple[Any, Any]] = {}
         self._turns: dict[tuple[str, str], TurnMetrics] = {}
-        self.inputs = Counter(
+        # The four moved on every turn are plain numbers (``_Family``).
+        self.inputs = _Family(
             "slashgate_inputs",
             "Inputs handled, by channel and contract classification.",
             ["channel", "classification"],
-            registry=registry,
+            registry,
         )
-        self.replies = Counter(
+        self.replies = _Family(
             "slashgate_replies",
             'Final replies, by channel and category ("ok" for a success).',
             ["channel", "category"],
-            registry=registry,
+            registry,
         )
-        self.turn_seconds = Histogram(
+        self.turn_seconds = _Family(
             "slashgate_turn_seconds",
             "Runtime turns, from start to the final reply.",
             ["channel", "runtime"],
-            buckets=TURN_BUCKETS,
-            registry=registry,
+            registry,
+            TURN_BUCKETS,
         )
-        self.first_delta_seconds = Histogram(
+        self.first_delta_seconds = _Family(
             "slashgate_turn_first_delta_seconds",
             "Time from a turn's start to the first text the runtime streams.",
             ["channel", "runtime"],
-            buckets=FIRST_DELTA_BUCKETS,
-            registry=registry,
+            registry,
+            FIRST_DELTA_BUCKETS,
         )
         self.queued = Gauge(
             "slashgate_queued_inputs",

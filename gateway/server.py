@@ -8,7 +8,7 @@ import json
 import logging
 import shutil
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -29,6 +29,12 @@ log = logging.getLogger("slashgate")
 http_log = logging.getLogger("slashgate.http")
 _REASON = 200  # characters of a refused request's path and reason in its log line
 
+ErrorAnswer = Callable[[web.Request, Exception], web.StreamResponse | None]
+"""A channel's own answer to a failure of one of its routes (the webhook's JSON error
+bodies), or None to leave the failure as it is.
+"""
+ERROR_ANSWERS = web.AppKey("slashgate_error_answers", list[ErrorAnswer])
+
 
 class StartError(Exception):
     """The gateway could not start; the message says what failed."""
@@ -48,7 +54,10 @@ def build_app(
     from channels import build_channels
 
     gateway = Gateway(settings, runtime or build_runtime(settings))
-    app = web.Application(middlewares=[client_errors(gateway.metrics)])
+    answers: list[ErrorAnswer] = []
+    # One middleware for every route: each layer aiohttp runs costs every request.
+    app = web.Application(middlewares=[client_errors(gateway.metrics, answers)])
+    app[ERROR_ANSWERS] = answers  # the channels add theirs as they mount
     channels = build_channels(gateway, settings)
     probes.mount(app, gateway, channels, Secrets(secrets_of(settings)))
     openapi.mount(app, _version())
@@ -64,10 +73,11 @@ def _version() -> str:
         return "0+unknown"
 
 
-def client_errors(metrics: Metrics) -> Middleware:
+def client_errors(metrics: Metrics, answers: list[ErrorAnswer]) -> Middleware:
     """One log line per request answered with a 4xx (rate-limited: a flood of bad requests
     costs a few lines and no memory), counted in ``slashgate_malformed_requests``. The
-    client's mistake is never logged with a traceback.
+    client's mistake is never logged with a traceback. A failure is answered by the first of
+    ``answers`` that takes it (then counted and logged as that answer).
     """
     sampler = Sampler()
 
@@ -87,15 +97,28 @@ def client_errors(metrics: Metrics) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             response = await handler(request)
-        except web.HTTPException as exc:
-            if 400 <= exc.status < 500:
-                note(request, exc.status, exc.reason)
-            raise
+        except Exception as exc:
+            answered = _answer(answers, request, exc)
+            if answered is None:
+                if isinstance(exc, web.HTTPException) and 400 <= exc.status < 500:
+                    note(request, exc.status, exc.reason)
+                raise
+            response = answered
         if 400 <= response.status < 500:
             note(request, response.status, _reason(response))
         return response
 
     return middleware
+
+
+def _answer(
+    answers: list[ErrorAnswer], request: web.Request, exc: Exception
+) -> web.StreamResponse | None:
+    for answer in answers:
+        response = answer(request, exc)
+        if response is not None:
+            return response
+    return None
 
 
 def _reason(response: web.StreamResponse) -> str:

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ from gateway.core import Gateway
 from gateway.events import RuntimeEvent
 from gateway.inbound import Attachment, InboundMessage, Outcome, Reply, ReplySink
 from gateway.openapi import document
+from gateway.server import ERROR_ANSWERS
 from gateway.state import Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
@@ -47,7 +48,6 @@ from .wire import (
 log = logging.getLogger("slashgate.webhook")
 
 T = TypeVar("T")
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Body = TypeVar("Body", bound=BaseModel)
 
 
@@ -60,21 +60,19 @@ class ApiError(Exception):
         return web.json_response(error_body(self.code, self.message), status=self.status)
 
 
-@web.middleware
-async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure under /v1 is a JSON error body; a bug is a 500 with no details leaked."""
+def json_errors(request: web.Request, exc: Exception) -> web.Response | None:
+    """Every failure under /v1 is a JSON error body; a bug is a 500 with no details leaked
+    (the server's middleware asks this first: ``ERROR_ANSWERS``).
+    """
     if not request.path.startswith("/v1/"):
-        return await handler(request)
-    try:
-        return await handler(request)
-    except ApiError as exc:
+        return None
+    if isinstance(exc, ApiError):
         return exc.response()
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        code = exc.reason.lower().replace(" ", "_")
-        headers = {k: v for k, v in exc.headers.items() if k.lower() == "allow"}
-        return web.json_response(error_body(code, exc.reason), status=exc.status, headers=headers)
+    if not isinstance(exc, web.HTTPException) or exc.status < 400:
+        return None
+    code = exc.reason.lower().replace(" ", "_")
+    headers = {k: v for k, v in exc.headers.items() if k.lower() == "allow"}
+    return web.json_response(error_body(code, exc.reason), status=exc.status, headers=headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +179,7 @@ class WebhookChannel(Channel):
         )
 
     def mount(self, app: web.Application) -> None:
-        app.middlewares.append(json_errors)
+        app[ERROR_ANSWERS].append(json_errors)
         app.router.add_post("/v1/messages", self.post_message)
         app.router.add_get("/v1/commands", self.get_commands)
         app.router.add_get("/v1/complete", self.get_complete)

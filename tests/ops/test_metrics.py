@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from gateway.events import MessageDelta, RuntimeEvent
-from gateway.metrics import Metrics
+from gateway.metrics import TURN_BUCKETS, Metrics
 from gateway.runtimes.base import Runtime, RuntimeSession, Turn, UpdateListener
 from gateway.state import MemoryStore, TimedStore
 from tests.conftest import ServerFactory
@@ -139,3 +141,42 @@ async def test_store_operations_are_timed_by_store_and_operation() -> None:
         labels = {"store": "state", "operation": operation}
         assert count("slashgate_store_seconds_count", labels) == 1
     assert count("slashgate_store_seconds_count", {"store": "journal", "operation": "append"}) == 1
+
+
+def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None:
+    """The counters and histograms moved on every turn are plain numbers here: the text a
+    scrape gets is what prometheus_client's Counter and Histogram give for the same updates.
+    """
+    ours = Metrics()
+    theirs = CollectorRegistry()
+    inputs = Counter(
+        "slashgate_inputs",
+        "Inputs handled, by channel and contract classification.",
+        ["channel", "classification"],
+        registry=theirs,
+    )
+    seconds = Histogram(
+        "slashgate_turn_seconds",
+        "Runtime turns, from start to the final reply.",
+        ["channel", "runtime"],
+        buckets=TURN_BUCKETS,
+        registry=theirs,
+    )
+    for family in (ours.inputs, inputs):
+        for labels in (("webhook", "supported"), ("webhook", "supported"), ("tg", "invalid")):
+            family.labels(*labels).inc()
+    for family in (ours.turn_seconds, seconds):
+        for value in (0.0001, 0.05, 0.0501, 1, 2.5, 700, 0.3):
+            family.labels("webhook", "embedded").observe(value)
+
+    def shown(text: bytes, names: tuple[str, ...]) -> list[str]:
+        """The lines of these metrics, creation times left out (they differ by a few us)."""
+        return [
+            re.sub(r"_created(\{.*\})? .*", r"_created\1", line)
+            for line in text.decode().splitlines()
+            if any(name in line for name in names)
+        ]
+
+    names = ("slashgate_inputs", "slashgate_turn_seconds")
+    expected = shown(generate_latest(theirs), names)
+    assert expected and shown(ours.render(), names) == expected
