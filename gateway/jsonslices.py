@@ -30,11 +30,27 @@ def _encoder(ensure_ascii: bool, separators: Separators) -> Callable[[Any], str]
     return encoder.encode
 
 
-def dumps(value: Any, ensure_ascii: bool = True, separators: Separators = DEFAULT) -> str:
-    """``json.dumps(value, ensure_ascii=..., separators=...)``, encoded in pieces: objects key
-    by key, long lists ``SLICE`` items a call, long strings ``CHARS`` characters a call.
+def dump_bytes(value: Any, ensure_ascii: bool = True, separators: Separators = DEFAULT) -> bytes:
+    """``json.dumps(value, ensure_ascii=..., separators=...).encode()``, encoded in pieces:
+    objects key by key, long lists ``SLICE`` items a call, long strings ``CHARS`` characters
+    a call; and made UTF-8 a group of pieces at a time: no call joins or encodes the whole
+    text. (With one emoji in it, a 6 MB answer is a string of 24 MB, four bytes a character:
+    its join and its encoding took 15-25 ms each, in one call.)
     """
-    return "".join(_pieces(value, _encoder(ensure_ascii, separators), separators))
+    pieces = _pieces(value, _encoder(ensure_ascii, separators), separators)
+    return b"".join(_utf8(pieces))
+
+
+def _utf8(pieces: Iterator[str]) -> Iterator[bytes]:
+    group: list[str] = []
+    size = 0
+    for piece in pieces:
+        group.append(piece)
+        size += len(piece)
+        if size >= CHARS:
+            yield "".join(group).encode()
+            group, size = [], 0
+    yield "".join(group).encode()
 
 
 def _pieces(value: Any, encode: Callable[[Any], str], separators: Separators) -> Iterator[str]:

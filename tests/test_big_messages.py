@@ -110,7 +110,10 @@ def _body(items: int) -> dict[str, Any]:
 def test_the_sliced_encoding_is_json_dumps(items: int) -> None:
     body = _body(items)
     assert answer.sliced_json(body) == json.dumps(body).encode()
-    assert jsonslices.dumps(body, ensure_ascii=False) == json.dumps(body, ensure_ascii=False)
+    assert (
+        jsonslices.dump_bytes(body, ensure_ascii=False)
+        == json.dumps(body, ensure_ascii=False).encode()
+    )
 
 
 @pytest.mark.parametrize("items", [0, 1, jsonslices.SLICE + 1])
@@ -197,15 +200,15 @@ def test_long_strings_are_encoded_in_slices_as_json_dumps_encodes_them(
 ) -> None:
     text = LINE * (3 * jsonslices.CHARS // len(LINE))  # escapes, emoji in every slice
     value = {"text": text, "nested": [text, {"k": text[:10]}], "n": None}
-    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
-    assert jsonslices.dumps(value, ensure_ascii, separators) == expected
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=separators).encode()
+    assert jsonslices.dump_bytes(value, ensure_ascii, separators) == expected
 
 
-def test_a_big_journal_entry_is_the_text_of_a_small_one() -> None:
+def test_a_big_journal_entry_is_the_utf8_of_a_small_ones_text() -> None:
     body = {"message": {"text": TEXT, "attachments": []}, "key": "k"}
     entry = Entry("id", "webhook:c", "webhook", body, "answered", {"text": TEXT, "usage": None})
     assert entry.size() >= offload.THRESHOLD
     encoded = entry.encode()
     fields = {name: getattr(entry, name) for name in Entry.__dataclass_fields__}
-    assert encoded == json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    assert encoded == json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
     assert Entry.decode(encoded) == entry

@@ -65,7 +65,7 @@ async def stored_answer(fingerprint: str, body: dict[str, Any]) -> dict[str, Any
 
 
 def _encoded(value: dict[str, Any]) -> Encoded:
-    return Encoded(jsonslices.dumps(value, ensure_ascii=False))
+    return Encoded(jsonslices.dump_bytes(value, ensure_ascii=False))
 
 
 async def respond(
@@ -102,7 +102,7 @@ async def write(response: web.StreamResponse, data: bytes) -> None:
 
 def sliced_json(body: dict[str, Any]) -> bytes:
     """``json.dumps(body).encode()``, encoded in pieces."""
-    return jsonslices.dumps(body).encode()
+    return jsonslices.dump_bytes(body)
 
 
 async def event_frame(event: str, data: dict[str, Any]) -> bytes:
@@ -112,13 +112,10 @@ async def event_frame(event: str, data: dict[str, Any]) -> bytes:
     text = data.get("text")  # a delta's, a reasoning's
     size = text_size(data) + (len(text) if isinstance(text, str) else 0)
     if size < offload.THRESHOLD:
-        return _frame(event, json.dumps(data, ensure_ascii=False))
+        return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
     return await offload.off_loop(size, _big_frame, event, data)
 
 
 def _big_frame(event: str, data: dict[str, Any]) -> bytes:
-    return _frame(event, jsonslices.dumps(data, ensure_ascii=False))
-
-
-def _frame(event: str, payload: str) -> bytes:
-    return f"event: {event}\ndata: {payload}\n\n".encode()
+    payload = jsonslices.dump_bytes(data, ensure_ascii=False)
+    return b"".join((f"event: {event}\ndata: ".encode(), payload, b"\n\n"))

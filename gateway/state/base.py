@@ -51,22 +51,22 @@ class Entry:
     command: str | None = None  # the slash command it runs, once known (for the restart notice)
     created: float = 0.0
 
-    def encode(self) -> str:
+    def encode(self) -> str | bytes:
         return self._encode(self.size())
 
-    def _encode(self, size: int) -> str:
+    def _encode(self, size: int) -> str | bytes:
         # Not asdict(): it deep-copies every field, three times per input on the hot path;
         # the fields are JSON values already, so the same text comes out.
         fields = {name: getattr(self, name) for name in _ENTRY_FIELDS}
         if size < offload.THRESHOLD:
             return json.dumps(fields, ensure_ascii=False, separators=_COMPACT)
-        return jsonslices.dumps(fields, ensure_ascii=False, separators=_COMPACT)
+        return jsonslices.dump_bytes(fields, ensure_ascii=False, separators=_COMPACT)
 
     def size(self) -> int:
         """Characters of text the entry holds (its input's record, its reply)."""
         return jsonslices.text_size(self.body) + jsonslices.text_size(self.reply)
 
-    async def encoded(self) -> str:
+    async def encoded(self) -> str | bytes:
         """``encode()``; a big entry's (a 1 MiB input, its reply) in a thread (issue 10)."""
         size = self.size()
         return await offload.off_loop(size, self._encode, size)
@@ -200,13 +200,14 @@ class StateStore(ABC):
         raise NotImplementedError(f"the {self.kind} store serves one process")
 
 
-class Encoded(str):
-    """A value encoded already, as ``encode`` encodes it: a big one is encoded off the event
-    loop by its owner (``jsonslices``), and stored as it is.
+class Encoded(bytes):
+    """A value encoded already, as ``encode`` encodes it, in UTF-8: a big one is encoded off
+    the event loop by its owner (``jsonslices``), and stored as it is. Bytes, because a store
+    would otherwise encode a 6 MB string in one call (SQLite's binding, redis-py's encoder).
     """
 
 
-def encode(value: Any) -> str:
+def encode(value: Any) -> str | bytes:
     # Stored encoded in every store: the same JSON rules, and no aliasing of mutable values.
     if isinstance(value, Encoded):
         return value

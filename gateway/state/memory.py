@@ -22,9 +22,10 @@ class MemoryStore(StateStore):
             raise ValueError("max_items and max_claims must be at least 1")
         self.max_items = max_items
         self.max_claims = max_claims
-        self._items: OrderedDict[str, str] = OrderedDict()
-        self._claims: OrderedDict[str, tuple[float, str]] = OrderedDict()  # key -> (expiry, value)
-        self._journal: dict[str, str] = {}  # id -> encoded entry, in arrival order
+        self._items: OrderedDict[str, str | bytes] = OrderedDict()
+        # key -> (expiry, value)
+        self._claims: OrderedDict[str, tuple[float, str | bytes]] = OrderedDict()
+        self._journal: dict[str, str | bytes] = {}  # id -> encoded entry, in arrival order
         self._seq = 0
         self._leases: dict[str, tuple[str, int, float]] = {}  # name -> (owner, token, expiry)
         self._token = 0  # one counter for every name: still larger for each new holder
@@ -47,7 +48,7 @@ class MemoryStore(StateStore):
 
     # -- claims ----------------------------------------------------------------------------
 
-    def _live_claim(self, key: str, now: float) -> str | None:
+    def _live_claim(self, key: str, now: float) -> str | bytes | None:
         item = self._claims.get(key)
         if item is None:
             return None

@@ -131,18 +131,21 @@ class SqliteStore(StateStore):
 
     # -- claims ----------------------------------------------------------------------------
 
-    def _claim(self, db: sqlite3.Connection, key: str, value: str, ttl: float) -> str | None:
+    def _claim(
+        self, db: sqlite3.Connection, key: str, value: str | bytes, ttl: float
+    ) -> str | bytes | None:
         now = time.time()
         row = db.execute(
             "SELECT value FROM claims WHERE key = ? AND expires > ?", (key, now)
         ).fetchone()
         if row is not None:
-            return str(row[0])
+            held: str | bytes = row[0]  # bytes: a big value, encoded off the loop (Encoded)
+            return held
         self._put_claim(db, key, value, ttl, now)
         return None
 
     def _put_claim(
-        self, db: sqlite3.Connection, key: str, value: str, ttl: float, now: float
+        self, db: sqlite3.Connection, key: str, value: str | bytes, ttl: float, now: float
     ) -> None:
         db.execute(
             "INSERT INTO claims (key, value, expires) VALUES (?, ?, ?) ON CONFLICT(key) "

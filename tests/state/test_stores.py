@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from gateway.state import Entry, MemoryStore, SqliteStore, StateStore, StoreUnavailable
+from gateway import offload
+from gateway.state import (
+    Encoded,
+    Entry,
+    MemoryStore,
+    SqliteStore,
+    StateStore,
+    StoreUnavailable,
+)
 from gateway.state.redis import RedisStore
 from gateway.state.sqlite import SCHEMA_VERSION
 from tests.redis_server import REDIS, redis_server
@@ -234,3 +243,19 @@ async def test_redis_carries_a_message_to_every_replica_listening(tmp_path: Path
         await listening.aclose()
         await a.close()
         await b.close()
+
+
+async def test_values_encoded_off_the_loop_read_back_as_they_were(store: StateStore):
+    # A big answer and a big journal entry come to the store as UTF-8 bytes (Encoded), not
+    # as text: each store keeps them and reads them back like any other value.
+    answer = {"fingerprint": "f", "answer": {"text": "héllo 😀 " * 10_000}}
+    await store.remember("big", Encoded(json.dumps(answer, ensure_ascii=False).encode()), 60)
+    assert await store.recall("big") == answer
+    assert await store.claim("big", {"fingerprint": "other"}, 60) == (False, answer)
+    assert await store.claim("taken", Encoded(b'{"a": "\xc3\xa9"}'), 60) == (True, None)
+    assert await store.claim("taken", 1, 60) == (False, {"a": "é"})
+    big = entry("c", "😀" * (offload.THRESHOLD + 1))
+    assert isinstance(await big.encoded(), bytes)
+    added = await store.append(big, None, 60)
+    assert added is not None and added.body == big.body
+    assert [e.body for e in await store.pending("c")] == [big.body]
