@@ -54,8 +54,9 @@ async def accepted_data(
 
 
 async def stored_answer(fingerprint: str, body: dict[str, Any]) -> dict[str, Any] | Encoded:
-    """What an Idempotency-Key keeps for a replay: a big one encoded in a thread, as the store
-    would encode it.
+    """What an Idempotency-Key keeps for a replay: a big one encoded in a thread, in ASCII
+    (non-ASCII characters escaped, as in the answer itself): a replay reads it back without
+    decoding 6 MB of UTF-8 into a string of four bytes a character in one call (11 ms).
     """
     value = {"fingerprint": fingerprint, "answer": body}
     size = text_size(body)
@@ -65,7 +66,7 @@ async def stored_answer(fingerprint: str, body: dict[str, Any]) -> dict[str, Any
 
 
 def _encoded(value: dict[str, Any]) -> Encoded:
-    return Encoded(jsonslices.dump_bytes(value, ensure_ascii=False))
+    return Encoded(jsonslices.dump_bytes(value))
 
 
 async def respond(
