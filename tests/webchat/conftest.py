@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 CHROMIUM = next(
     (p for p in ("/usr/bin/chromium", shutil.which("chromium")) if p and Path(p).exists()), None
@@ -28,7 +28,9 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-WAIT = 10_000  # ms: how long an expectation may wait for the page
+WAIT = 10_000  # ms: how long an action or an expectation may wait for the page
+# expect() has a default of its own (5 s), which a loaded CI machine overran once.
+expect.set_options(timeout=WAIT)
 
 
 @dataclass
