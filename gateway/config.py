@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     # state: the inbound journal, dedupe, runtime session ids (see docs/reliability.md)
     store: Literal["memory", "sqlite", "redis"] = "sqlite"
     state_path: Path = Path("slashgate-state.sqlite3")
+    # "full": an acknowledged input survives a power cut; "normal" (WAL): a crash of the
+    # process only, for about a quarter less CPU per message (docs/reliability.md).
+    sqlite_synchronous: Literal["full", "normal"] = "full"
     memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
     redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
     redis_prefix: str = "slashgate:"

@@ -34,7 +34,7 @@ __all__ = [
 def open_store(settings: Settings) -> StateStore:
     """The store the settings choose (not yet opened)."""
     if settings.store == "sqlite":
-        return SqliteStore(settings.state_path, settings.dedupe_size)
+        return SqliteStore(settings.state_path, settings.dedupe_size, settings.sqlite_synchronous)
     if settings.store == "redis":
         from .redis import RedisStore  # redis-py is imported only where it is used
 

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
@@ -39,9 +39,15 @@ _PRUNE_EVERY = 256  # claims written between two sweeps of expired and surplus o
 class SqliteStore(StateStore):
     kind = "sqlite"
 
-    def __init__(self, path: str | Path, max_claims: int = 100_000) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        max_claims: int = 100_000,
+        synchronous: Literal["full", "normal"] = "full",
+    ) -> None:
         self.path = Path(path)
         self.max_claims = max_claims
+        self.synchronous = synchronous
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # one connection, used from worker threads in turn
         self._claims_written = 0
@@ -54,8 +60,9 @@ class SqliteStore(StateStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
-        # FULL: an input acknowledged to its platform is on disk, also across a power cut.
-        db.execute("PRAGMA synchronous=FULL")
+        # FULL (the default): an input acknowledged to its platform is on disk, also across a
+        # power cut. NORMAL: in WAL mode, across a crash of the process, not of the machine.
+        db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
         db.execute("PRAGMA busy_timeout=5000")
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:

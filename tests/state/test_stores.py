@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway import offload
+from gateway.config import Settings
 from gateway.state import (
     Encoded,
     Entry,
@@ -18,6 +19,7 @@ from gateway.state import (
     SqliteStore,
     StateStore,
     StoreUnavailable,
+    open_store,
 )
 from gateway.state.redis import RedisStore
 from gateway.state.sqlite import SCHEMA_VERSION
@@ -259,3 +261,18 @@ async def test_values_encoded_off_the_loop_read_back_as_they_were(store: StateSt
     added = await store.append(big, None, 60)
     assert added is not None and added.body == big.body
     assert [e.body for e in await store.pending("c")] == [big.body]
+
+
+@pytest.mark.parametrize(("setting", "pragma"), [("full", 2), ("normal", 1)])
+async def test_sqlite_syncs_as_the_operator_chose(tmp_path: Path, setting: str, pragma: int):
+    settings = Settings(
+        store="sqlite", state_path=tmp_path / "s.sqlite3", sqlite_synchronous=setting
+    )  # type: ignore[call-arg]
+    store = open_store(settings)
+    await store.open()
+    try:
+        assert isinstance(store, SqliteStore)
+        assert store._db is not None  # the store's own connection: the pragma is per connection
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+    finally:
+        await store.close()
