@@ -20,7 +20,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from .inbound import Reply
@@ -39,7 +39,15 @@ def replica_name(configured: str | None) -> str:
 
 
 def reply_record(reply: Reply) -> dict[str, Any]:
-    return asdict(reply)
+    # Not asdict(reply): it deep-copies every field (10-40 us per input, before its reply is
+    # sent); the fields are JSON values already, but for ``usage``.
+    record = {name: getattr(reply, name) for name in _REPLY_FIELDS}
+    if reply.usage is not None:
+        record["usage"] = asdict(reply.usage)
+    return record
+
+
+_REPLY_FIELDS = tuple(f.name for f in fields(Reply))
 
 
 def reply_from(record: dict[str, Any]) -> Reply:
