@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .events import UsageReported
 from .inbound import Reply
 from .state import Entry, Lease, StateStore, StoreUnavailable
 
@@ -51,6 +52,9 @@ _REPLY_FIELDS = tuple(f.name for f in fields(Reply))
 
 
 def reply_from(record: dict[str, Any]) -> Reply:
+    usage = record.get("usage")
+    if usage is not None:  # journaled as a dict: the sinks render a UsageReported
+        record = {**record, "usage": UsageReported(**usage)}
     return Reply(**record)
 
 
