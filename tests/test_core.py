@@ -11,8 +11,16 @@ import pytest
 from contract import Command
 from gateway.conversation import Conversation
 from gateway.core import Gateway
-from gateway.events import MessageDelta, MessageEnd, Mode, RuntimeEvent, SessionUpdated
-from gateway.inbound import InboundMessage, Outcome
+from gateway.events import (
+    MessageDelta,
+    MessageEnd,
+    Mode,
+    RuntimeEvent,
+    SessionUpdated,
+    UsageReported,
+)
+from gateway.inbound import InboundMessage, Outcome, Reply
+from gateway.journal import reply_record
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
 from gateway.runtimes.embedded import demo_bot
@@ -455,3 +463,26 @@ async def test_a_command_sent_as_the_reply_lands_is_not_busy_while_the_journal_w
     finally:
         store.gate.set()
         await gateway.stop()
+
+
+async def test_a_reply_made_before_a_restart_is_delivered_with_its_usage() -> None:
+    """An entry journaled as answered (its reply made, not yet sent) is delivered on start,
+    the turn's usage included, as it would have been.
+    """
+    store = MemoryStore()
+    usage = UsageReported(input_tokens=3, output_tokens=4)
+    record = reply_record(Reply("done", usage=usage))
+    entry = Entry("e1", "test:c1", "test", {}, "answered", record, created=1.0)
+    assert await store.append(entry, None, 60.0) is not None
+    gateway = Gateway(make_settings(), demo_bot(), store)
+    await gateway.start()
+    sink = RecordingSink()
+
+    async def recovered(entry: Entry) -> tuple[InboundMessage, RecordingSink]:
+        return message("hello"), sink
+
+    gateway.recoverable("test", recovered)
+    await gateway.recover()
+    await until(lambda: bool(sink.finals))
+    assert sink.finals == [Reply("done", usage=usage)]
+    await gateway.stop()

@@ -43,7 +43,7 @@ from .files import SlackFile, SlackFiles, slack_files
 from .manifest import EVENTS_PATH
 from .manners import umbrella_usage
 from .markup import command_source, normalize, umbrella_source
-from .metering import count_retries, trace
+from .metering import count_retries, counted
 from .mrkdwn import escape
 from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
 from .web import client_log, respond, web_client
@@ -177,7 +177,7 @@ class SlackChannel(Channel):
     async def start(self) -> None:
         self.outbox.session = ClientSession(
             timeout=ClientTimeout(total=self.settings.platform_timeout),
-            trace_configs=[trace(self.gateway.metrics, self.outbox.client.base_url)],
+            middlewares=(counted(self.gateway.metrics, self.outbox.client.base_url),),
         )
         self.outbox.client.session = self.outbox.previews.session = self.outbox.session
         self._spawn(self._warm_up())
