@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 from collections import Counter, defaultdict, deque
 from typing import Any
 
@@ -151,3 +152,45 @@ class FakeSlack(FakePlatform):
         body = json.loads(await request.read())
         self.replied(request.match_info["channel"], str(body.get("text", "")))
         return web.Response(text="ok")
+
+
+class QueuedSlack(FakeSlack):
+    """The fake Slack in a process of its own (``python bench/platforms.py``), as Slack is
+    another machine: its work never delays the client reading an ack. It keeps each
+    channel's replies until ``GET /replies/{channel}`` takes the oldest (waiting for one).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._replies: defaultdict[str, asyncio.Queue[str]] = defaultdict(asyncio.Queue)
+
+    def app(self) -> web.Application:
+        app = super().app()
+        app.router.add_get("/replies/{channel}", self.next_reply)
+        return app
+
+    def replied(self, chat: str, text: str) -> None:
+        self._replies[chat].put_nowait(text)
+
+    async def next_reply(self, request: web.Request) -> web.Response:
+        channel = request.match_info["channel"]
+        replies = self._replies[channel]
+        text = await replies.get()
+        if replies.empty():
+            del self._replies[channel]  # one queue per channel with a reply still to take
+        return web.Response(text=text)
+
+
+async def _serve_queued_slack() -> None:
+    """Serve a QueuedSlack until standard input closes; its URL first, on standard output."""
+    fake = QueuedSlack()
+    print(await fake.start(), flush=True)
+    loop = asyncio.get_running_loop()
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    await stdin.read()
+    await fake.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve_queued_slack())
