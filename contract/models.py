@@ -354,3 +354,18 @@ def built_payload(source: str, nodes: Nodes) -> ComposerInputPayload:
     _set_extra(payload, None)
     _set_private(payload, None)
     return payload
+
+
+def built_message(payload: ComposerInputPayload) -> ComposerInputMessage:
+    """``ComposerInputMessage(payload=payload)`` without its validation, which keeps a
+    ``ComposerInputPayload`` as it is: the same model, fields set and all (the core makes
+    one per forwarded input).
+    """
+    message = _new(ComposerInputMessage)
+    _set_dict(
+        message, "__dict__", {"type": "composer_input", "mode": "immediate", "payload": payload}
+    )
+    _set_fields_set(message, {"payload"})
+    _set_extra(message, None)
+    _set_private(message, None)
+    return message

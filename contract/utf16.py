@@ -52,7 +52,7 @@ def _utf16_lengths(pieces: Sequence[str]) -> Iterator[int]:
 
 def utf16_prefix(text: str, units: int) -> int:
     """How many code points of ``text`` fit in ``units`` UTF-16 code units (never half a pair)."""
-    if utf16_len(text[:units]) <= units:
+    if text.isascii() or utf16_len(text[:units]) <= units:
         return min(units, len(text))
     used = 0
     for index, char in enumerate(text):

@@ -92,7 +92,10 @@ def strict_payload(payload: ComposerInputPayload) -> ComposerInputPayload:
     if not nodes:
         return payload
     plain = as_nodes(nodes)
-    if all(STRICT_NAME.fullmatch(name or "") for name in plain.command_names()):
+    for name in plain.command_names():
+        if not STRICT_NAME.fullmatch(name or ""):
+            break
+    else:  # every name is strict (the usual case): the payload as it is
         return payload
     rows = plain.rows
     merged: list[Row] = []

@@ -19,6 +19,7 @@ from contract import (
     SlashContract,
     strict_payload,
 )
+from contract.models import built_message
 
 from . import logs
 from .attachments import FILES_NOT_SENT
@@ -42,7 +43,7 @@ from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .inventory import hygienic, unalias
 from .journal import Held, Journal, replica_name, reply_from, reply_record
 from .metrics import Metrics
-from .offload import contract_work
+from .offload import at_once, contract_work
 from .runtimes.base import Runtime, SessionInfo, Turn
 from .state import Entry, StateStore, StoreUnavailable, TimedStore, open_store
 from .tasks import BackgroundTasks
@@ -498,9 +499,7 @@ class Gateway:
         aliased agent commands (``agent-help``) back to the agent's own name.
         """
         payload = unalias(result.payload, aliases) if aliases else result.payload
-        return ComposerInputMessage(
-            payload=strict_payload(payload) if self.runtime.strict_names else payload
-        )
+        return built_message(strict_payload(payload) if self.runtime.strict_names else payload)
 
     async def _take(
         self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
@@ -532,7 +531,13 @@ class Gateway:
         self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
     ) -> Outcome:
         contract = self._contract(conv, message.bot_username)
-        result = await contract_work(conv.key, message.text, contract.classify, message.text)
+        text = message.text
+        now = at_once(conv.key, text)  # the usual case: no coroutine, no pass of the loop
+        result = (
+            contract.classify(text)
+            if now
+            else await contract_work(conv.key, text, contract.classify, text)
+        )
         if result.for_other_bot:
             return await self._drop(result, entry)
 
@@ -552,8 +557,10 @@ class Gateway:
                 reply = replace(reply, text=f"{reply.text}\n\n{FILES_NOT_SENT}")
             return await self._finish(sink, result, None, reply, entry)
 
-        forwarded = await contract_work(
-            conv.key, message.text, self._composer_input, result, conv.aliases
+        forwarded = (
+            self._composer_input(result, conv.aliases)
+            if now
+            else await contract_work(conv.key, text, self._composer_input, result, conv.aliases)
         )
         slash = result.kind == "supported"
         name = result.command if slash else None
@@ -662,7 +669,7 @@ class Gateway:
     async def _run(
         self, conv: Conversation, turn: Turn, sink: ReplySink, hooks: frozenset[str]
     ) -> Reply:
-        state = RunState(turn.command, task=asyncio.current_task())
+        state = RunState(turn.command)  # its task is set once it may wait (``stop_run``)
         conv.run = state
         bound = logs.bind_turn()
         try:
@@ -677,6 +684,7 @@ class Gateway:
                 if type(events) is Answered and not hooks & _STREAMING:
                     return self._answered(conv, state, events)
             # Consumed in this task (no extra task per turn): the deadline cancels it here.
+            state.task = asyncio.current_task()
             async with asyncio.timeout(self.settings.run_timeout) as deadline:
                 if events is None:  # still opening, or closed by /new meanwhile
                     await self._session(conv, deadline)

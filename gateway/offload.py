@@ -31,6 +31,13 @@ T = TypeVar("T")
 _last: dict[str, asyncio.Future[None]] = {}
 
 
+def at_once(key: str, text: str) -> bool:
+    """True when ``contract_work`` for ``text`` would run at once: short, and no earlier
+    message of conversation ``key`` has work in a thread (then it may be called directly).
+    """
+    return len(text) < THRESHOLD and key not in _last
+
+
 async def contract_work(
     key: str, text: str, work: Callable[P, T], *args: P.args, **kwargs: P.kwargs
 ) -> T:

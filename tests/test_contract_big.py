@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contract import (
+    ComposerInputMessage,
     ComposerInputPayload,
     Nodes,
     SlashContract,
@@ -23,6 +24,7 @@ from contract import (
 )
 from contract import validate as validate_module
 from contract.classify import _rest
+from contract.models import built_message
 from contract.utf16 import has_astral, utf16_len
 from tests.test_contract_parity import CASES, HEADER, header_contract
 from tests.test_contract_properties import CONTRACT, TEXT, js_slice
@@ -188,6 +190,12 @@ def assert_fast_payload_is_the_validated_one(contract: SlashContract, text: str)
         {"source": text, "nodes": list(pydantic_dump["nodes"])},
     ):
         assert json.dumps(reference, ensure_ascii=False) == dumped
+    message, validated_message = built_message(payload), ComposerInputMessage(payload=payload)
+    assert type(message) is ComposerInputMessage
+    assert message == validated_message and hash(message) == hash(validated_message)
+    assert message.model_fields_set == validated_message.model_fields_set == {"payload"}
+    assert message.model_dump_json() == validated_message.model_dump_json()
+    assert pickle.loads(pickle.dumps(message)) == validated_message
     assert len(nodes) == len(validated.nodes or ())
 
 
