@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from contract import Category, ComposerInputMessage
 
+from .frozen import quick_init
+
 if TYPE_CHECKING:
     from contract import Classification
 
@@ -23,6 +25,7 @@ class Attachment:
     url: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
     """A platform message after channel normalization (markup decoded, own mention removed)."""
@@ -41,6 +44,7 @@ class InboundMessage:
         return f"{self.channel}:{self.conversation}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reply:
     """The one final answer to an input. ``text`` is Markdown; ``category`` None on success."""
@@ -52,6 +56,7 @@ class Reply:
     usage: UsageReported | None = None  # what the turn cost, when the runtime said
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Outcome:
     classification: Classification

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from contract import Command, ComposerInputMessage
 
 from ..events import Mode, Model, RuntimeEvent, SessionUpdated
+from ..frozen import quick_init
 from ..inbound import Attachment
 from ..metrics import StoreObserver
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 UpdateListener = Callable[[SessionUpdated], None]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One forwarded input. ``command``/``args`` are set when it starts with a supported command."""
