@@ -11,6 +11,7 @@ same.
 from __future__ import annotations
 
 import json
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from aiohttp import web
@@ -23,8 +24,25 @@ from gateway.state import Encoded
 from .wire import accepted_body, outcome_body
 
 # json.dumps' output, without its check for cycles (none in a body built here): an answer's
-# encoding is a good part of the request's cost.
-_encode = json.JSONEncoder(check_circular=False).encode
+# encoding is a good part of the request's cost. The C encoder ``JSONEncoder.encode`` makes
+# on every call, made once (it keeps no state between calls without the cycle check).
+_encoder = json.JSONEncoder(check_circular=False)
+_iterencode = (
+    None  # not CPython: the encoder's own
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _encoder.default, encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+)
+
+
+def _encode(body: dict[str, Any]) -> str:
+    """``json.dumps(body)``."""
+    if _iterencode is None:
+        return _encoder.encode(body)
+    return "".join(_iterencode(body, 0))
+
+
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
 
 
@@ -42,6 +60,8 @@ async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
     """``outcome_body``; a big answer's in a thread."""
     forwarded, reply = outcome.forwarded, outcome.reply
     size = (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
+    if size < offload.THRESHOLD:
+        return outcome_body(conversation, outcome)  # the usual case, without a coroutine more
     return await offload.off_loop(size, outcome_body, conversation, outcome)
 
 

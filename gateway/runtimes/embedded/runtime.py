@@ -181,11 +181,17 @@ class EmbeddedSession(RuntimeSession):
             self.commands.register(Command.model_validate(command))
         self._saved = self._kept()[1]
 
-    async def _save(self) -> None:
+    def _keeps(self) -> bool:
+        """False when a turn has nothing to save: no store, or nothing to keep and nothing
+        kept (most conversations of a bot that keeps no state).
+        """
         if self._store is None:
-            return
-        if self._saved is None and not self.state and not self.commands.dynamic():
-            return  # nothing to keep, nothing kept
+            return False
+        return self._saved is not None or bool(self.state) or bool(self.commands.dynamic())
+
+    async def _save(self) -> None:
+        """What the conversation keeps, to the store when it changed (``_keeps`` first)."""
+        assert self._store is not None
         kept, encoded = self._kept()
         if encoded != self._saved:
             try:
@@ -278,7 +284,8 @@ class EmbeddedSession(RuntimeSession):
         except Exception as exc:  # the entity's bug is the user's generic failure, not a crash
             end = ErrorEvent(categorize(str(exc)), str(exc) or type(exc).__name__)
         # Saved before the turn ends: the reader stops at the end and cancels what is left.
-        await self._save()
+        if self._keeps():
+            await self._save()
         events.put(end)
         events.put(_DONE)
 
