@@ -46,7 +46,7 @@ def _encode(body: dict[str, Any]) -> str:
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
 
 
-def text_size(body: dict[str, Any]) -> int:
+def answer_size(body: dict[str, Any]) -> int:
     """Characters of text in an answer (or ``accepted``) body: its forwarded source and its
     reply, what makes it big.
     """
@@ -79,7 +79,7 @@ async def stored_answer(fingerprint: str, body: dict[str, Any]) -> dict[str, Any
     decoding 6 MB of UTF-8 into a string of four bytes a character in one call (11 ms).
     """
     value = {"fingerprint": fingerprint, "answer": body}
-    size = text_size(body)
+    size = answer_size(body)
     if size < offload.THRESHOLD:
         return value
     return await offload.off_loop(size, _encoded, value)
@@ -93,7 +93,7 @@ async def respond(
     request: web.Request, body: dict[str, Any], headers: dict[str, str] | None = None
 ) -> web.StreamResponse:
     """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it."""
-    size = text_size(body)
+    size = answer_size(body)
     if size < offload.THRESHOLD:
         return web.json_response(body, dumps=_encode, headers=headers)
     data = await offload.off_loop(size, sliced_json, body)
@@ -131,7 +131,7 @@ async def event_frame(event: str, data: dict[str, Any]) -> bytes:
     in a thread.
     """
     text = data.get("text")  # a delta's, a reasoning's
-    size = text_size(data) + (len(text) if isinstance(text, str) else 0)
+    size = answer_size(data) + (len(text) if isinstance(text, str) else 0)
     if size < offload.THRESHOLD:
         return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
     return await offload.off_loop(size, _big_frame, event, data)
