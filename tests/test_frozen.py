@@ -13,21 +13,20 @@ from gateway.frozen import quick_init
 from gateway.inbound import InboundMessage, Reply
 
 
-@dataclass(frozen=True, slots=True)
-class Plain:
-    a: str
-    b: int = 2
-    c: list[int] = field(default_factory=list)
-    d: str = field(default="d", kw_only=True)
+def fields() -> type:
+    """A new class of the same fields, each call: one made a dataclass as it is, one quick."""
+
+    class Fields:
+        a: str
+        b: int = 2
+        c: list[int] = field(default_factory=list)
+        d: str = field(default="d", kw_only=True)
+
+    return Fields
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class Quick:
-    a: str
-    b: int = 2
-    c: list[int] = field(default_factory=list)
-    d: str = field(default="d", kw_only=True)
+Plain = dataclass(frozen=True, slots=True)(fields())
+Quick = quick_init(dataclass(frozen=True, slots=True)(fields()))
 
 
 @pytest.mark.parametrize(
