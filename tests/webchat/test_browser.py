@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 from pydantic import SecretStr
 
 from contract import Command
@@ -378,3 +378,28 @@ async def test_event_types_the_page_does_not_know_are_shown_not_dropped(
         await usage.locator("summary").click()
         await expect(usage.locator("pre")).to_contain_text('"output_tokens": 34')
         await expect(agent.locator(".body")).to_have_text("All done.")
+
+
+async def test_escape_before_the_menu_opens_keeps_it_closed_and_enter_sends(
+    gateway_server: ServerFactory, open_page: OpenPage
+) -> None:
+    # The completion answer is held until Escape was pressed: a menu that opened after the
+    # Escape would take the Enter (accept "/echo ") and nothing would be sent.
+    async with gateway_server(Deployer().runtime()) as server:
+        page = (await open_page(server.url)).page
+        escaped = asyncio.Event()
+
+        async def hold(route: Route) -> None:
+            await escaped.wait()
+            await route.continue_()
+
+        await page.route("**/v1/complete?*", hold)
+        async with page.expect_response(lambda r: "/v1/complete" in r.url) as answered:
+            await page.locator("#input").fill("/echo")
+            await page.keyboard.press("Escape")
+            escaped.set()
+        await answered.value
+        await page.keyboard.press("Enter")
+        await expect(page.locator(".user").last).to_have_text("/echo")
+        await expect(page.locator("#input")).to_have_value("")
+        await expect(page.locator("#menu")).to_be_hidden()

@@ -733,10 +733,13 @@
       event.preventDefault();
       // The menu is for text typed since: its span would land in the wrong place.
       if (completion.value === input.value) accept(active);
-    } else if (open && event.key === "Escape") {
-      event.preventDefault();
+    } else if (event.key === "Escape") {
+      // Also before an answer on its way has opened the menu: it must not open it after.
       dismissed = true;
-      closeMenu();
+      if (open) {
+        event.preventDefault();
+        closeMenu();
+      }
     } else if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
       submit();
