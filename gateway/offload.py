@@ -44,9 +44,9 @@ async def contract_work(
     """``work(*args, **kwargs)`` for a message of conversation ``key``: in a thread when
     ``text`` is long, after the work of the conversation's earlier messages.
     """
-    before = _last.get(key)
-    if before is None and len(text) < THRESHOLD:
+    if at_once(key, text):
         return work(*args, **kwargs)  # the usual case: no pass of the loop
+    before = _last.get(key)
     done = _last[key] = asyncio.get_running_loop().create_future()
     try:
         if before is not None:
