@@ -25,6 +25,7 @@ from .validation import describe_validation_error
 ENV_PREFIX = "SLASHGATE_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 RUNTIMES = ("embedded", "acp", "pi", "electric")
+SqliteSynchronous = Literal["full", "normal"]  # PRAGMA synchronous of the SQLite store
 _RUNTIME_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
@@ -58,7 +59,7 @@ class Settings(BaseSettings):
     state_path: Path = Path("slashgate-state.sqlite3")
     # "full": an acknowledged input survives a power cut; "normal" (WAL): a crash of the
     # process only, for about a quarter less CPU per message (docs/reliability.md).
-    sqlite_synchronous: Literal["full", "normal"] = "full"
+    sqlite_synchronous: SqliteSynchronous = "full"
     memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
     redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
     redis_prefix: str = "slashgate:"

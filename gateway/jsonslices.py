@@ -12,6 +12,11 @@ import functools
 import json
 import json.decoder
 from collections.abc import Callable, Iterator
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+    encode_basestring_ascii,
+)
 from typing import Any
 
 SLICE = 1000  # list items per encoding call: 1,000 nodes, about 1 ms
@@ -22,12 +27,20 @@ DEFAULT: Separators = (", ", ": ")  # json.dumps' own
 
 
 @functools.cache
-def _encoder(ensure_ascii: bool, separators: Separators) -> Callable[[Any], str]:
-    # json.dumps' output, without its check for cycles (none in the values given here).
-    encoder = json.JSONEncoder(
+def encoder(ensure_ascii: bool = True, separators: Separators = DEFAULT) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=..., separators=...)`` without its check for cycles
+    (none in the values built here), made once: ``JSONEncoder.encode`` makes its C encoder
+    again on every call, a good part of a small answer's cost.
+    """
+    python = json.JSONEncoder(
         ensure_ascii=ensure_ascii, check_circular=False, separators=separators
     )
-    return encoder.encode
+    if c_make_encoder is None:  # not CPython: json's own
+        return python.encode
+    strings = encode_basestring_ascii if ensure_ascii else encode_basestring
+    item, key = separators
+    make = c_make_encoder(None, python.default, strings, None, key, item, False, False, True)
+    return lambda value: "".join(make(value, 0))
 
 
 def dump_bytes(value: Any, ensure_ascii: bool = True, separators: Separators = DEFAULT) -> bytes:
@@ -37,7 +50,7 @@ def dump_bytes(value: Any, ensure_ascii: bool = True, separators: Separators = D
     text. (With one emoji in it, a 6 MB answer is a string of 24 MB, four bytes a character:
     its join and its encoding took 15-25 ms each, in one call.)
     """
-    pieces = _pieces(value, _encoder(ensure_ascii, separators), separators)
+    pieces = _pieces(value, encoder(ensure_ascii, separators), separators)
     return b"".join(_utf8(pieces))
 
 

@@ -10,8 +10,6 @@ same.
 
 from __future__ import annotations
 
-import json
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from aiohttp import web
@@ -23,24 +21,8 @@ from gateway.state import Encoded
 
 from .wire import accepted_body, outcome_body
 
-# json.dumps' output, without its check for cycles (none in a body built here): an answer's
-# encoding is a good part of the request's cost. The C encoder ``JSONEncoder.encode`` makes
-# on every call, made once (it keeps no state between calls without the cycle check).
-_encoder = json.JSONEncoder(check_circular=False)
-_iterencode = (
-    None  # not CPython: the encoder's own
-    if c_make_encoder is None
-    else c_make_encoder(
-        None, _encoder.default, encode_basestring_ascii, None, ": ", ", ", False, False, True
-    )
-)
-
-
-def _encode(body: dict[str, Any]) -> str:
-    """``json.dumps(body)``."""
-    if _iterencode is None:
-        return _encoder.encode(body)
-    return "".join(_iterencode(body, 0))
+_encode = jsonslices.encoder()  # json.dumps
+_encode_utf8 = jsonslices.encoder(ensure_ascii=False)
 
 
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
@@ -133,7 +115,7 @@ async def event_frame(event: str, data: dict[str, Any]) -> bytes:
     text = data.get("text")  # a delta's, a reasoning's
     size = answer_size(data) + (len(text) if isinstance(text, str) else 0)
     if size < offload.THRESHOLD:
-        return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+        return f"event: {event}\ndata: {_encode_utf8(data)}\n\n".encode()
     return await offload.off_loop(size, _big_frame, event, data)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from typing import Any, Literal
 
@@ -50,6 +50,7 @@ class Entry:
     seq: int = 0  # arrival order, given by the store
     command: str | None = None  # the slash command it runs, once known (for the restart notice)
     created: float = 0.0
+    _body_chars: int = field(default=-1, init=False, repr=False, compare=False)
 
     def encode(self) -> str | bytes:
         return self._encode(self.size())
@@ -59,12 +60,16 @@ class Entry:
         # the fields are JSON values already, so the same text comes out.
         fields = {name: getattr(self, name) for name in _ENTRY_FIELDS}
         if size < offload.THRESHOLD:
-            return json.dumps(fields, ensure_ascii=False, separators=_COMPACT)
+            return _compact(fields)
         return jsonslices.dump_bytes(fields, ensure_ascii=False, separators=_COMPACT)
 
     def size(self) -> int:
-        """Characters of text the entry holds (its input's record, its reply)."""
-        return jsonslices.text_size(self.body) + jsonslices.text_size(self.reply)
+        """Characters of text the entry holds (its input's record, its reply). The record is
+        counted once: it is written a few times per input and never changes.
+        """
+        if self._body_chars < 0:
+            self._body_chars = jsonslices.text_size(self.body)
+        return self._body_chars + jsonslices.text_size(self.reply)
 
     async def encoded(self) -> str | bytes:
         """``encode()``; a big entry's (a 1 MiB input, its reply) in a thread (issue 10)."""
@@ -83,8 +88,9 @@ class Entry:
         return cls(**await decode(raw))
 
 
-_ENTRY_FIELDS = tuple(f.name for f in dataclass_fields(Entry))
+_ENTRY_FIELDS = tuple(f.name for f in dataclass_fields(Entry) if f.init)
 _COMPACT = (",", ":")
+_compact = jsonslices.encoder(ensure_ascii=False, separators=_COMPACT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
+
+if TYPE_CHECKING:
+    from ..config import SqliteSynchronous
 
 T = TypeVar("T")
 
@@ -43,7 +46,7 @@ class SqliteStore(StateStore):
         self,
         path: str | Path,
         max_claims: int = 100_000,
-        synchronous: Literal["full", "normal"] = "full",
+        synchronous: SqliteSynchronous = "full",
     ) -> None:
         self.path = Path(path)
         self.max_claims = max_claims
