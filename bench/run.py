@@ -7,10 +7,12 @@ in the same run, rounds alternating between the two:
   before and after ``--requests`` requests that follow a warm-up, the load coming from this
   process over ``--workers`` connections (each a user who waits for the answer before writing
   again); throughput is this process's count over its wall time.
-  webhook ``/echo hello`` vs a bare aiohttp JSON handler; Telegram ``/echo m1`` through to
-  sendMessage vs an aiogram echo bot; a Slack slash command through to its reply vs a
-  slack-bolt app (``ack()`` then ``say()``), plus the ack latency of both, one at a time
-  (the fake Slack in a process of its own, and in this one as earlier runs had it);
+  webhook ``/echo hello`` vs a bare aiohttp JSON handler, and that handler doing the
+  contract's work of the webhook alone (the floor under the webhook's figure); Telegram
+  ``/echo m1`` through to sendMessage vs an aiogram echo bot; a Slack slash command through
+  to its reply vs a slack-bolt app (``ack()`` then ``say()``), plus the ack latency of both,
+  one at a time (the fake Slack in a process of its own, and in this one as earlier runs
+  had it);
 - the contract on one message (classify + payload of 30 characters, microseconds), its cost
   against the input size (classify + payload + validation up to 1 MiB, with the exponent of
   the fit ``time ~ size^k``), and memory per idle conversation (RSS, in a process of its own).
@@ -48,6 +50,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
 CHATS_PER_USER = 4  # each simulated user writes in this many chats (channels) in turn
 ACK_WARMUP = 20  # commands before the timed ones, for servers started for the ack figure
+# bench/servers.py ``contract``: what the webhook's answer costs without the core and runtime.
+FLOOR = "  floor: the contract's work alone"
 FLOOR_BODY = {"conversation": "floor", "text": "/agent echo hi"}
 
 
@@ -347,6 +351,7 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
         tg_s, sl_s = fakes["subject"]
         tg_a, sl_a = fakes["anchor"]
         webhook, bare = await start("webhook"), await start("bare")
+        floor = await start("contract")
         telegram, aiogram = await start("telegram", tg_s.url), await start("aiogram", tg_a.url)
         slack, bolt = await start("slack", sl_s.api), await start("bolt", sl_a.api)
         pairs = [
@@ -355,6 +360,12 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
                 webhook,
                 bare,
                 {"subject": webhook_request(webhook.url), "anchor": webhook_request(bare.url)},
+            ),
+            Pair(
+                FLOOR,
+                floor,
+                bare,
+                {"subject": webhook_request(floor.url), "anchor": webhook_request(bare.url)},
             ),
             Pair(
                 "Telegram /echo",
@@ -379,7 +390,7 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
             if pair.name in args.only or not args.only:
                 await run_pair(pair, args)
         acks = await slack_acks(
-            pairs[2], {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
+            pairs[3], {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
         )
         if args.verbose:
             for role, (tg, sl) in fakes.items():
@@ -423,11 +434,13 @@ def table(
 ) -> str:
     goals = {
         "webhook /echo": "<= 1.25x (no worse than 1.67x)",
+        FLOOR: "-",
         "Telegram /echo": "<= 1.2x (no worse than 1.5x)",
         "Slack /agent echo": "<= 1.0x",
     }
     anchors = {
         "webhook /echo": "bare aiohttp JSON",
+        FLOOR: "bare aiohttp JSON",
         "Telegram /echo": "aiogram echo bot",
         "Slack /agent echo": "slack-bolt ack+say",
     }
@@ -444,6 +457,8 @@ def table(
                 goals[pair.name],
             )
         )
+        if pair.name == FLOOR:
+            continue  # a part of the webhook's figure: its throughput says nothing more
         ratio = statistics.median(pair.rate["subject"]) / statistics.median(pair.rate["anchor"])
         rows.append(
             (

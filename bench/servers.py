@@ -5,6 +5,9 @@ Kinds, each subject beside its anchor:
 
 - ``bare``: a plain aiohttp handler that parses JSON and answers JSON (anchor of ``webhook``);
 - ``webhook``: slashgate on the embedded runtime, ``POST /v1/messages``;
+- ``contract``: ``bare`` doing the contract's own work of ``webhook``, and no more: the body
+  read by the webhook's model, classified, its composer_input built and checked, the same
+  answer encoded the same way; no core, no runtime turn (the floor under ``webhook``);
 - ``aiogram``: an aiogram 3 echo bot, ``Command("echo")`` + ``message.answer``, on aiogram's
   own webhook handler (anchor of ``telegram``);
 - ``telegram``: slashgate's Telegram channel in webhook mode;
@@ -56,6 +59,35 @@ async def serve_app(app: web.Application) -> None:
 def bare() -> web.Application:
     app = web.Application()
     app.router.add_post("/v1/messages", bare_handler)
+    return app
+
+
+def contract_only() -> web.Application:
+    from bench.micro import contract
+    from channels.webhook.wire import MessageIn, classification_body
+    from contract import strict_payload
+    from contract.models import built_message
+    from gateway import jsonslices
+    from gateway.composer import message_json
+
+    slash = contract()  # the demo's commands and the gateway's, as ``webhook`` has them
+    dumps = jsonslices.encoder()
+
+    async def answer(request: web.Request) -> web.Response:
+        message = MessageIn.model_validate_json(await request.read())
+        result = slash.classify(message.text)
+        forwarded = built_message(strict_payload(result.payload))
+        reply = {"text": result.args, "category": None, "stop_reason": "end_turn"}  # /echo's
+        body = {
+            "conversation": message.conversation,
+            "classification": classification_body(result),
+            "forwarded": message_json(forwarded),
+            "reply": reply,
+        }
+        return web.json_response(body, dumps=dumps)
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", answer)
     return app
 
 
@@ -145,6 +177,8 @@ async def main(kind: str, api: str) -> None:
     logging.basicConfig(level=logging.WARNING)
     if kind == "bare":
         await serve_app(bare())
+    elif kind == "contract":
+        await serve_app(contract_only())
     elif kind == "aiogram":
         await serve_app(aiogram_bot(api))
     elif kind == "bolt":
