@@ -10,6 +10,8 @@ from typing import Literal
 
 from contract import Category, Command, categorize
 
+from .frozen import quick_init
+
 Status = Literal["idle", "generating", "paused", "error", "retrying", "waiting_for_permission"]
 
 
@@ -43,11 +45,13 @@ class SessionUpdated:
     capabilities: dict[str, bool] | None = None
 
 
+@quick_init  # one per streamed chunk
 @dataclass(frozen=True, slots=True)
 class MessageDelta:
     text: str
 
 
+@quick_init  # one per turn
 @dataclass(frozen=True, slots=True)
 class MessageEnd:
     """The turn finished. ``stop_reason``: end_turn, cancelled, refusal, max_tokens, ..."""

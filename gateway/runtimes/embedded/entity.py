@@ -10,11 +10,14 @@ from pydantic import ConfigDict, Field
 
 from contract import Category, Command, CommandRegistry, categorize
 
+from ...frozen import quick_init
+
 # The wakes are plain dataclasses (one of each per turn; pydantic's validation of what the
 # runtime itself builds was most of their cost); ``TypeAdapter(Wake)`` still validates the
 # RFC's JSON into them.
 
 
+@quick_init  # one per turn, as the next
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboxMessage:
     __pydantic_config__ = ConfigDict(populate_by_name=True)
@@ -24,6 +27,7 @@ class InboxMessage:
     sender: Annotated[str | None, Field(alias="from")] = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboxWake:
     type: Literal["inbox"] = "inbox"
