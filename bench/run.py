@@ -50,9 +50,9 @@ TICKS = os.sysconf("SC_CLK_TCK")
 REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
 CHATS_PER_USER = 4  # each simulated user writes in this many chats (channels) in turn
 ACK_WARMUP = 20  # commands before the timed ones, for servers started for the ack figure
-# bench/servers.py ``contract``: what the webhook's answer costs without the core and runtime.
-FLOOR = "  floor: the contract's work alone"
-FLOOR_BODY = {"conversation": "floor", "text": "/agent echo hi"}
+# The webhook's floor (bench/servers.py ``contract``): its answer without the core and runtime.
+WEBHOOK_FLOOR = "  floor: the contract's work alone"
+FLOOR_BODY = {"conversation": "floor", "text": "/agent echo hi"}  # the Slack ack's floor POST
 
 
 def cpu_seconds(pid: int) -> float:
@@ -250,9 +250,7 @@ async def run_pair(pair: Pair, args: argparse.Namespace) -> None:
             pair.rate[role].append(rate)
 
 
-async def slack_acks(
-    pair: Pair, slack: dict[str, tuple[str, FakeSlack]], count: int
-) -> dict[str, list[float]]:
+async def slack_acks(slack: dict[str, tuple[str, FakeSlack]], count: int) -> dict[str, list[float]]:
     """Ack latency one command at a time (each reply awaited before the next command), the
     fake Slack in this process (the figure of earlier runs).
     """
@@ -362,7 +360,7 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
                 {"subject": webhook_request(webhook.url), "anchor": webhook_request(bare.url)},
             ),
             Pair(
-                FLOOR,
+                WEBHOOK_FLOOR,
                 floor,
                 bare,
                 {"subject": webhook_request(floor.url), "anchor": webhook_request(bare.url)},
@@ -390,7 +388,7 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
             if pair.name in args.only or not args.only:
                 await run_pair(pair, args)
         acks = await slack_acks(
-            pairs[3], {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
+            {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
         )
         if args.verbose:
             for role, (tg, sl) in fakes.items():
@@ -434,13 +432,13 @@ def table(
 ) -> str:
     goals = {
         "webhook /echo": "<= 1.25x (no worse than 1.67x)",
-        FLOOR: "-",
+        WEBHOOK_FLOOR: "-",
         "Telegram /echo": "<= 1.2x (no worse than 1.5x)",
         "Slack /agent echo": "<= 1.0x",
     }
     anchors = {
         "webhook /echo": "bare aiohttp JSON",
-        FLOOR: "bare aiohttp JSON",
+        WEBHOOK_FLOOR: "bare aiohttp JSON",
         "Telegram /echo": "aiogram echo bot",
         "Slack /agent echo": "slack-bolt ack+say",
     }
@@ -457,7 +455,7 @@ def table(
                 goals[pair.name],
             )
         )
-        if pair.name == FLOOR:
+        if pair.name == WEBHOOK_FLOOR:
             continue  # a part of the webhook's figure: its throughput says nothing more
         ratio = statistics.median(pair.rate["subject"]) / statistics.median(pair.rate["anchor"])
         rows.append(
