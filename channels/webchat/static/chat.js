@@ -576,8 +576,6 @@
   let active = 0;
   let dismissed = false; // Escape closed the menu: keep it closed until the next edit
   let completeSeq = 0;
-  let completeAbort = null; // the completion request in flight
-  const COMPLETE_PATIENCE = 2000; // ms
   let classifySeq = 0;
   let classifyTimer = 0;
 
@@ -667,32 +665,15 @@
     }
   }
 
-  async function requestCompletion(retry = true) {
+  async function requestCompletion() {
     const seq = ++completeSeq;
     const value = input.value;
     const params = new URLSearchParams({ conversation, text: value, cursor: String(input.selectionStart) });
-    // One completion in flight: the answer for an older keystroke is of no use, and a
-    // request per keystroke would fill the browser's six connections to the gateway.
-    if (completeAbort) completeAbort.abort();
-    const abort = (completeAbort = new AbortController());
-    // Chromium was seen to hold a request unsent for good: one that does not come back in
-    // time is asked again, once.
-    let late = false;
-    const timer = setTimeout(() => {
-      late = true;
-      abort.abort();
-    }, COMPLETE_PATIENCE);
     let answer;
     try {
-      answer = await getJSON("/v1/complete?" + params, abort.signal);
+      answer = await getJSON("/v1/complete?" + params);
     } catch (_) {
-      if (late && retry && seq === completeSeq && value === input.value) return requestCompletion(false);
-      // The composer still works without completion, but not with a menu for older text.
-      if (seq === completeSeq && completion && completion.value !== input.value) closeMenu();
-      return;
-    } finally {
-      clearTimeout(timer);
-      if (completeAbort === abort) completeAbort = null;
+      return; // the composer still works without completion
     }
     if (seq !== completeSeq) return; // a newer keystroke's answer is coming
     answer.value = value;
