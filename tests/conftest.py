@@ -16,6 +16,9 @@ from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from gateway.server import Running, running
 
+# Every async test runs under the loop watchdog; pytester runs it in its own self-test.
+pytest_plugins = ["tests.loop_watchdog", "pytester"]
+
 ROOT = Path(__file__).resolve().parents[1]
 # The repository's own copy of the shared parity cases (tests/test_shared_copies.py).
 PARITY = ROOT / "tests" / "parity" / "cases.jsonl"

@@ -1,0 +1,128 @@
+"""A pytest plugin that fails an async test whose event loop stops making progress.
+
+A hang in the gateway (a chunker that never returns, a blocking call on the loop) used to
+show up as a suite that ran into CI's time limit. Here a thread beside the loop posts a probe
+callback onto it; when a probe has waited longer than the limit while the loop was running,
+the loop is blocked: the thread records the loop thread's stack, raises ``LoopBlocked``
+inside it (which breaks out of a pure-Python loop at once), and the test fails with that
+stack.
+
+The limit is 1 s (``SLASHGATE_LOOP_WATCHDOG_S`` changes it; 0 turns the watchdog off). A test
+that blocks its loop on purpose says so with ``@pytest.mark.blocks_loop(seconds, reason=...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import inspect
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+LIMIT_S = float(os.environ.get("SLASHGATE_LOOP_WATCHDOG_S", "1.0"))
+_TICK_S = 0.1
+
+
+class LoopBlocked(BaseException):
+    """Raised inside a loop that made no progress for longer than the watchdog's limit.
+
+    A BaseException, so that ``except Exception`` in the blocked code cannot swallow it.
+    """
+
+
+class Watchdog:
+    """Watches one running loop from a thread of its own."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit_s: float) -> None:
+        self._loop = loop
+        self._limit_s = limit_s
+        self._loop_thread = threading.get_ident()
+        self._stop = threading.Event()
+        self._probe_sent: float | None = None
+        self.blocked_stack: str | None = None
+        self.blocked_for = 0.0
+        self._thread = threading.Thread(target=self._watch, name="loop-watchdog", daemon=True)
+
+    def __enter__(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _answered(self) -> None:
+        self._probe_sent = None
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_TICK_S):
+            if self._loop.is_closed() or not self._loop.is_running():
+                # Between fixtures and the test the loop is idle, not blocked.
+                self._probe_sent = None
+                continue
+            now = time.monotonic()
+            sent = self._probe_sent
+            if sent is None:
+                self._probe_sent = now
+                try:
+                    self._loop.call_soon_threadsafe(self._answered)
+                except RuntimeError:  # closed between the check and the call
+                    self._probe_sent = None
+                continue
+            if now - sent > self._limit_s and self.blocked_stack is None:
+                self._report(now - sent)
+
+    def _report(self, waited: float) -> None:
+        frame = sys._current_frames().get(self._loop_thread)
+        frames = traceback.extract_stack(frame) if frame is not None else []
+        # The frames below the loop's callback are pytest's and asyncio's, the same each time.
+        callbacks = [i for i, f in enumerate(frames) if f.filename.endswith("asyncio/events.py")]
+        stack = "".join(traceback.format_list(frames[callbacks[-1] + 1 :] if callbacks else frames))
+        self.blocked_for = waited
+        self.blocked_stack = stack
+        # Breaks a pure-Python loop where it stands; a blocking C call ends first.
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(self._loop_thread), ctypes.py_object(LoopBlocked)
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "blocks_loop(seconds, reason): this test blocks its event loop on purpose for up to"
+        " `seconds`; the loop watchdog allows that much",
+    )
+
+
+def _limit_for(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("blocks_loop")
+    if mark is None:
+        return LIMIT_S
+    return max(LIMIT_S, float(mark.args[0]))
+
+
+@pytest.fixture
+async def _loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    with Watchdog(asyncio.get_running_loop(), _limit_for(request.node)) as dog:
+        yield
+    if dog.blocked_stack is not None:
+        pytest.fail(
+            f"the event loop made no progress for {dog.blocked_for:.1f} s"
+            f" (limit {_limit_for(request.node):.1f} s); it was blocked here:\n"
+            f"{dog.blocked_stack}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(autouse=True)
+def loop_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Arms the watchdog for coroutine tests only: a sync test runs no loop to watch."""
+    if LIMIT_S > 0 and inspect.iscoroutinefunction(request.function):
+        request.getfixturevalue("_loop_watchdog")
+    yield
