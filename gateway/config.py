@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     # server
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
+    # Where clients reach the port when that is not host (a container's published address;
+    # compose.yaml passes it): the open-webhook check looks at it (gateway/exposure.py).
+    published_host: str | None = None
     log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
     log_format: Literal["text", "json"] = "text"
 
@@ -71,6 +74,7 @@ class Settings(BaseSettings):
 
     # webhook channel
     webhook_token: SecretStr | None = None
+    webhook_allow_public: bool = False  # no token on a non-loopback address, on purpose
     webhook_max_body: int = Field(1024 * 1024, ge=1)
     idempotency_size: int = Field(10_000, ge=1)
     idempotency_ttl: float = Field(3600.0, gt=0)

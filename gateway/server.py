@@ -20,6 +20,7 @@ from . import openapi, probes
 from .channel import Channel
 from .config import Settings
 from .core import Gateway
+from .exposure import open_webhook_refusal
 from .logs import Sampler, Secrets, secrets_of
 from .metrics import Metrics
 from .runtimes import Runtime, build_runtime
@@ -140,6 +141,8 @@ def _reason(response: web.StreamResponse) -> str:
 @asynccontextmanager
 async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
+    if refusal := open_webhook_refusal(settings):
+        raise StartError(refusal)
     app, gateway, channels = build_app(settings, runtime)
     # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
     # before the routes see it; they decode (gateway.body), with a size cap and JSON errors.
