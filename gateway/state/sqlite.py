@@ -36,7 +36,24 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
+_BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
+_WAL_RETRY = 0.01  # seconds between two tries of the switch to WAL
 _PRUNE_EVERY = 256  # claims written between two sweeps of expired and surplus ones
+
+
+def _wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while busy: while another connection switches
+    the same new file, SQLite answers busy at once, without waiting the busy timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(_WAL_RETRY)
 
 
 class SqliteStore(StateStore):
@@ -61,26 +78,47 @@ class SqliteStore(StateStore):
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        # FULL (the default): an input acknowledged to its platform is on disk, also across a
-        # power cut. NORMAL: in WAL mode, across a crash of the process, not of the machine.
-        db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
-        db.execute("PRAGMA busy_timeout=5000")
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
+        # The busy timeout comes with the connection, before the first statement: another
+        # process opening, migrating or writing the same file is waited for, not an error.
+        db = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT
+        )
+        try:
+            _wal(db)
+            # FULL (the default): an input acknowledged to its platform is on disk, also
+            # across a power cut. NORMAL: in WAL mode, across a crash of the process, not of
+            # the machine.
+            db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            self._migrate(db)
+        except sqlite3.OperationalError as exc:  # locked past the timeout, a bad file, I/O
             db.close()
-            raise StoreUnavailable(
-                f"{self.path} has schema version {version}, newer than this gateway's "
-                f"{SCHEMA_VERSION}: upgrade the gateway or use another state_path"
-            )
-        for step in range(version, SCHEMA_VERSION):
-            db.execute("BEGIN IMMEDIATE")
-            for statement in _MIGRATIONS[step]:
-                db.execute(statement)
-            db.execute(f"PRAGMA user_version = {step + 1}")
-            db.execute("COMMIT")
+            raise StoreUnavailable(f"SQLite {self.path}: {exc}") from exc
+        except BaseException:
+            db.close()
+            raise
         return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        """Bring the schema up to date. The version is read inside the write transaction that
+        migrates: of several processes opening one new file at once, the first creates the
+        schema and the others, waiting for its lock, then find it current (issue 21).
+        """
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreUnavailable(
+                    f"{self.path} has schema version {version}, newer than this gateway's "
+                    f"{SCHEMA_VERSION}: upgrade the gateway or use another state_path"
+                )
+            for step in range(version, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[step]:
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     async def close(self) -> None:
         db, self._db = self._db, None
