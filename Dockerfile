@@ -1,5 +1,7 @@
-# slashgate: the package installed from this repository on a slim Python, run unprivileged.
-# Build: docker build -t slashgate .   Run: docker compose up (see docs/operations.md).
+# slashgate: the whole package (gateway, channels and the public API, slashgate.Bot) built as a
+# wheel and installed on a slim Python, run unprivileged; no source tree is left in the image.
+# Build: docker build -t slashgate .   Run: docker compose up.   Your own bot: an image FROM
+# this one that copies its module and slashgate.toml (examples/mybot/; docs/deploy.md).
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -14,12 +16,20 @@ COPY pyproject.toml README.md ./
 COPY contract ./contract
 COPY gateway ./gateway
 COPY channels ./channels
-RUN pip install . && rm -rf /src
+COPY slashgate ./slashgate
+RUN pip wheel --quiet --no-deps --wheel-dir /wheels . && pip install --quiet /wheels/*.whl && rm -rf /src /wheels
 
 USER slashgate
 WORKDIR /home/slashgate
+# The settings: every one at its default (env SLASHGATE_* wins); an image FROM this one
+# copies its own slashgate.toml over it. The SQLite state file is kept beside it.
+COPY examples/slashgate.toml ./
+ENV SLASHGATE_CONFIG=slashgate.toml
 EXPOSE 8080
 # Liveness: the process serves. Readiness (runtime, store, channels) is GET /readyz.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request as r; r.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('SLASHGATE_PORT', '8080'), timeout=3)"]
+# Every interface inside the container: compose.yaml publishes it on 127.0.0.1 unless told
+# otherwise, and without a webhook token the gateway serves /v1 only where it is published on
+# loopback (SLASHGATE_PUBLISHED_HOST; docs/deploy.md).
 CMD ["slashgate", "serve", "--host", "0.0.0.0"]
