@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from tests.conftest import ROOT
-from tests.http import Served, serve_subprocess
+from tests.http import SERVE, Served, serve_subprocess
 
 DOC = ROOT / "docs" / "extending.md"
 SLASHGATE = Path(sys.executable).with_name("slashgate")  # the console script pip installed
@@ -25,8 +25,9 @@ def example() -> str:
     return found.group(1)
 
 
-def test_the_example_is_about_twenty_lines() -> None:
+def test_the_example_is_about_twenty_lines_and_in_examples() -> None:
     assert len(example().strip().splitlines()) <= 22
+    assert (ROOT / "examples" / "mybot.py").read_text(encoding="utf-8") == example()
 
 
 async def post(served: Served, text: str) -> Any:
@@ -60,11 +61,24 @@ async def check(served: Served) -> None:
 @pytest.mark.parametrize("how", ["python mybot.py", "runtime = mybot:bot"])
 async def test_the_example_runs_as_the_doc_says(how: str, tmp_path: Path) -> None:
     (tmp_path / "mybot.py").write_text(example(), encoding="utf-8")
-    if how == "python mybot.py":
-        serving = serve_subprocess(sys.executable, "mybot.py", cwd=tmp_path)
+    if how == "python mybot.py":  # .venv/bin/python: the one that runs the tests
+        serving = serve_subprocess(sys.executable, "mybot.py", cwd=tmp_path, store="sqlite")
     else:  # the console script does not put the working directory on sys.path itself
-        serving = serve_subprocess(str(SLASHGATE), "serve", cwd=tmp_path, runtime="mybot:bot")
+        serving = serve_subprocess(
+            str(SLASHGATE), "serve", cwd=tmp_path, runtime="mybot:bot", store="sqlite"
+        )
     async with serving as served:
         await check(served)
         served.process.send_signal(signal.SIGINT)  # Ctrl-C, as the README says
         assert await served.process.wait() == 0
+    assert "`slashgate-state.sqlite3` in the working directory" in DOC.read_text(encoding="utf-8")
+    assert (tmp_path / "slashgate-state.sqlite3").is_file()
+
+
+async def test_the_acp_agent_runs_with_the_command_the_doc_gives(tmp_path: Path) -> None:
+    found = re.search(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert found is not None, "docs/extending.md has no settings for the ACP agent"
+    (tmp_path / "acp.toml").write_text(found.group(1), encoding="utf-8")
+    config = str(tmp_path / "acp.toml")  # started from the repository, as the doc says
+    async with serve_subprocess(*SERVE, "--config", config, cwd=ROOT) as served:
+        assert (await post(served, "/count 2"))["text"] == "1\n2\n"

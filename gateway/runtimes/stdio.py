@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
@@ -25,7 +24,7 @@ def program(command: Sequence[str]) -> list[str]:
     """
     first, *rest = command
     if os.sep in first and not os.path.isabs(first):
-        first = str(Path(first).resolve())
+        first = os.path.abspath(first)  # not resolved: a venv's python is a link that must stay one
     return [first, *rest]
 
 
