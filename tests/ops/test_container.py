@@ -12,6 +12,7 @@ import asyncio
 import glob
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -27,6 +28,7 @@ from gateway.config import Settings, check_environment
 from tests.http import ROOT, STARTUP
 
 TOKEN = "a-token-for-the-test"
+DEPLOY = ROOT / "docs" / "deploy.md"
 
 
 @dataclass
@@ -218,7 +220,10 @@ async def test_the_image_installs_the_package_starts_and_passes_the_healthcheck(
 
 
 async def test_an_image_from_it_answers_its_own_command(tmp_path: Path) -> None:
-    image = await build(ROOT / "examples" / "mybot" / "Dockerfile", await base_image(tmp_path))
+    dockerfile = ROOT / "examples" / "mybot" / "Dockerfile"
+    shown = re.search(r"```dockerfile\n(.*?)```", DEPLOY.read_text(encoding="utf-8"), re.S)
+    assert shown is not None and shown.group(1) == dockerfile.read_text(encoding="utf-8")
+    image = await build(dockerfile, await base_image(tmp_path))
     assert image.base in ("slashgate", "slashgate:latest")  # docker build -t slashgate .
     async with started(image, webhook_token=TOKEN) as container:
         body = {"conversation": "c1", "user": "ada", "text": "/greet Ada"}
