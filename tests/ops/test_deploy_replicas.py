@@ -81,14 +81,17 @@ async def nginx(upstreams: list[str], folder: Path) -> AsyncIterator[str]:
     config = re.sub(r"server gateway-\w+:8080;", lambda _: f"server {next(servers)[7:]};", config)
     port = free_port()
     config = config.replace("listen 8080;", f"listen 127.0.0.1:{port};")
-    (folder / "logs").mkdir()
+    temporary = " ".join(  # nginx's own folders, in the test's instead of /var/lib/nginx
+        f"{kind}_temp_path {folder / kind};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     (folder / "nginx.conf").write_text(
         f"daemon off; pid {folder}/nginx.pid; error_log stderr;\n"
-        f"events {{}}\nhttp {{ access_log off; client_body_temp_path {folder};\n{config}\n}}\n",
+        f"events {{}}\nhttp {{ access_log off; {temporary}\n{config}\n}}\n",
         encoding="utf-8",
     )
     process = await asyncio.create_subprocess_exec(
-        NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf")
+        NGINX, "-e", "stderr", "-p", str(folder), "-c", str(folder / "nginx.conf")
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -103,7 +106,8 @@ async def nginx(upstreams: list[str], folder: Path) -> AsyncIterator[str]:
                     await asyncio.sleep(0.05)
         yield url
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.terminate()
         await asyncio.wait_for(process.wait(), STARTUP)
 
 
