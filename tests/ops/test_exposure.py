@@ -10,8 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.exposure import open_webhook_refusal
-from tests.conftest import make_settings
+from tests.conftest import ROOT, make_settings
 from tests.http import SERVE, STARTUP, serve_subprocess
+from tests.ops.compose import load_compose
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "", "::", "10.1.2.3", "gateway.example.com"])
@@ -65,3 +66,26 @@ async def test_served_open_on_purpose_it_says_so_loudly() -> None:
                 assert (await resp.json())["reply"]["text"] == "open"
     warning = [line for line in served.output if "open to anyone" in line]
     assert warning and "WARNING" in warning[0], served.output
+
+
+@pytest.mark.parametrize(
+    ("dotenv", "refused"),
+    [
+        ({}, False),
+        ({"SLASHGATE_PUBLISHED_HOST": "0.0.0.0"}, True),
+        ({"SLASHGATE_PUBLISHED_HOST": "0.0.0.0", "SLASHGATE_WEBHOOK_TOKEN": "t0ken"}, False),
+    ],
+)
+def test_compose_publishes_on_loopback_unless_told_and_the_gateway_follows(
+    dotenv: dict[str, str], refused: bool
+) -> None:
+    gateway = load_compose(ROOT / "compose.yaml", dotenv)["services"]["gateway"]
+    published = dotenv.get("SLASHGATE_PUBLISHED_HOST", "127.0.0.1")
+    assert gateway["ports"] == [f"{published}:8080:8080"]
+    environment = {**dotenv, **gateway["environment"]}  # compose's environment wins over .env
+    settings = make_settings(
+        host="0.0.0.0",  # the image's CMD
+        published_host=environment["SLASHGATE_PUBLISHED_HOST"],
+        webhook_token=SecretStr(t) if (t := environment.get("SLASHGATE_WEBHOOK_TOKEN")) else None,
+    )
+    assert (open_webhook_refusal(settings) is not None) == refused
