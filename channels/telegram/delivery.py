@@ -10,7 +10,7 @@ import asyncio
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -133,20 +133,39 @@ async def persistently(send: Callable[[], Awaitable[T]]) -> T:
     return await retrying(send, transient, RETRY)
 
 
+@dataclass(slots=True)
+class _Line:
+    """The callers waiting for one key's next slot, served in order."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiting: int = 0
+
+
 class Throttle:
-    """At most one call per ``interval`` per key (a chat): callers reserve the next free slot."""
+    """At most one call per ``interval`` per key (a chat), in the order asked. A caller that
+    leaves while it waits (a preview stopped for the final text) takes no slot: the next in
+    line gets it, instead of an interval later.
+    """
 
     def __init__(self, interval: float, size: int = 10_000) -> None:
         self.interval = interval
-        self._next: BoundedTTLMap[float] = BoundedTTLMap(size, max(interval, 1.0) * 60)
+        self._last: BoundedTTLMap[float] = BoundedTTLMap(size, max(interval, 1.0) * 60)
+        self._lines: dict[str, _Line] = {}  # only while someone waits
 
-    async def wait(self, key: str, earliest: float = 0.0) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        slot = max(now, earliest, self._next.get(key) or 0.0)
-        self._next.set(key, slot + self.interval)
-        if slot > now:
-            await asyncio.sleep(slot - now)
+    async def wait(self, key: str) -> None:
+        line = self._lines.setdefault(key, _Line())
+        line.waiting += 1
+        try:
+            async with line.lock:
+                loop = asyncio.get_running_loop()
+                last = self._last.get(key)
+                if last is not None and last + self.interval > loop.time():
+                    await asyncio.sleep(last + self.interval - loop.time())
+                self._last.set(key, loop.time())
+        finally:
+            line.waiting -= 1
+            if not line.waiting:
+                del self._lines[key]
 
 
 @dataclass(frozen=True, slots=True)
