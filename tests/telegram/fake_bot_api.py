@@ -403,6 +403,18 @@ class FakeBotAPI:
             raise ApiError(400, "Bad Request: unsupported scope in this fake")
         return True
 
+    async def _m_deleteMyCommands(self, params: dict[str, Any]) -> Any:
+        scope = params.get("scope") or {"type": "default"}
+        if scope.get("type") == "chat":
+            if not isinstance(scope.get("chat_id"), int):
+                raise ApiError(400, "Bad Request: chat not found")
+            self.chat_commands.pop(scope["chat_id"], None)
+        elif scope.get("type") == "default":
+            self.commands = None
+        else:
+            raise ApiError(400, "Bad Request: unsupported scope in this fake")
+        return True
+
     async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:
         return self.commands or []
 

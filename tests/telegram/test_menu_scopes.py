@@ -1,0 +1,74 @@
+"""A chat has a menu of its own only while its commands differ from everybody's: a list that
+equals the default costs no setMyCommands for the chat, and a chat whose list is back to the
+default loses its own menu, so that it shows the default one (and what that becomes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract import Command
+from gateway.events import SessionUpdated
+from gateway.runtimes.base import RuntimeSession, UpdateListener
+
+from .fake_bot_api import Call, FakeBotAPI
+from .helpers import PRIVATE, Scripted, Start, message_update
+
+HOST = ["help", "new", "cancel", "status"]
+GO = Command(name="go", description="Go")
+EXTRA = Command(name="extra", description="Only in this chat")
+
+
+class Loading(Scripted):
+    """Reports no commands when a session opens, then its list at once (as an agent may while
+    it loads); the test reports more later through ``updates``.
+    """
+
+    def __init__(self, *commands: Command) -> None:
+        super().__init__(*commands)
+        self.updates: dict[str, UpdateListener] = {}
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        self.updates[key] = updates
+        updates(SessionUpdated(commands=()))
+        return await super().open(key, updates)
+
+
+def scoped(fake: FakeBotAPI, method: str, chat: int) -> list[Call]:
+    """The calls of ``method`` to one chat's scope."""
+    scope: dict[str, Any] = {"type": "chat", "chat_id": chat}
+    return [call for call in fake.calls_to(method) if call.params.get("scope") == scope]
+
+
+def names(fake: FakeBotAPI, chat: int | None = None) -> list[str] | None:
+    commands = fake.commands if chat is None else fake.chat_commands.get(chat)
+    return None if commands is None else [c["command"] for c in commands]
+
+
+async def test_a_new_chat_with_the_default_commands_costs_no_call_of_its_own(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Loading(GO)
+    async with telegram(runtime) as served:
+        served.channel.menu_debounce = 0.0
+        await served.deliver(message_update(PRIVATE, "/help"))  # opens the chat's session
+        # Later the chat gets a command of its own: now it needs a menu of its own. (Waiting
+        # for it also shows that the chat's earlier lists were settled: no call for them.)
+        [key] = runtime.keys
+        runtime.updates[key](SessionUpdated(commands=(GO, EXTRA)))
+        await fake.wait(lambda: names(fake, PRIVATE) == [*HOST, "go", "extra"])
+        assert len(scoped(fake, "setMyCommands", PRIVATE)) == 1
+        assert names(fake) == [*HOST, "go"]
+
+
+async def test_a_chat_back_to_the_default_commands_shows_the_default_menu(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram() as served:  # the demo runtime: /remember adds a command
+        served.channel.menu_debounce = 0.0
+        await served.deliver(message_update(PRIVATE, "/remember alpha first"))
+        await fake.wait(lambda: "alpha" in (names(fake, PRIVATE) or ()))
+        await served.deliver(message_update(PRIVATE, "/forget alpha"))
+        await fake.wait(lambda: PRIVATE not in fake.chat_commands)  # deleteMyCommands
+        assert len(scoped(fake, "setMyCommands", PRIVATE)) == 1
+        assert len(scoped(fake, "deleteMyCommands", PRIVATE)) == 1
