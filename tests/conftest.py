@@ -10,6 +10,12 @@ from typing import Any
 
 import pytest
 
+# The runtimes are imported when a server is built, before its port opens; the ACP SDK's first
+# import builds pydantic schemas for about a second. Paid here, at collection, so that a test
+# building a server on its loop is not taken for a blocked loop by the watchdog.
+import gateway.runtimes.acp
+import gateway.runtimes.electric
+import gateway.runtimes.pi  # noqa: F401
 from contract import Classification, Command
 from gateway.config import Settings
 from gateway.runtimes import Runtime
