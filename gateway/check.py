@@ -36,7 +36,7 @@ async def check(settings: Settings, runtime: Runtime) -> int:
             detail = await asyncio.wait_for(reach(), TIMEOUT)
         except Exception as exc:
             failed = True
-            problem = str(exc) if isinstance(exc, NotReady) else _described(exc)
+            problem = str(exc) if isinstance(exc, NotReady) else described(exc)
             print(f"{name}: FAILED: {secrets.mask(problem)}", flush=True)
         else:
             print(f"{name}: ok ({secrets.mask(detail)})", flush=True)
@@ -47,8 +47,10 @@ class NotReady(Exception):
     """The part answered, and said it cannot work (the message says why)."""
 
 
-def _described(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+def described(exc: BaseException) -> str:
+    """``Type: message``, then its notes (the last lines an agent wrote to stderr, say)."""
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return "\n".join([said, *getattr(exc, "__notes__", ())])
 
 
 async def _runtime(runtime: Runtime) -> str:

@@ -11,9 +11,10 @@ from importlib.metadata import version
 from pydantic import ValidationError
 
 from . import logs
-from .check import check
-from .config import load_settings
+from .check import check, described
+from .config import ConfigError, Settings, load_settings
 from .runtimes import Runtime, build_runtime
+from .runtimes.stdio import missing_program, program
 from .server import StartError, serve
 from .validation import describe_validation_error
 
@@ -67,7 +68,14 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
 
             request_url(settings)  # refused before any runtime starts
         # A backend checks its own settings when built: a mistake there is configuration too.
-        runtime = runtime or build_runtime(settings)
+        if runtime is None:
+            runtime = build_runtime(settings)
+            if args.command == "serve":
+                _agent_program_exists(settings)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"slashgate: bad configuration: {problem}", file=sys.stderr)
+        return 2
     except ValidationError as exc:
         print(f"slashgate: bad configuration: {describe_validation_error(exc)}", file=sys.stderr)
         return 2
@@ -81,7 +89,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         try:
             asyncio.run(serve(settings, runtime))
         except StartError as exc:
-            print(f"slashgate: cannot start: {exc}", file=sys.stderr)
+            # The cause's notes say more (an agent's last stderr lines, say).
+            said = described(exc.__cause__) if exc.__cause__ else str(exc)
+            print(f"slashgate: cannot start: {said}", file=sys.stderr)
             return 1
     elif args.command == "slack":
         from channels.slack.manifest import build_manifest, effective_inventory
@@ -89,3 +99,12 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         commands = asyncio.run(effective_inventory(settings, runtime))
         print(json.dumps(build_manifest(commands, settings), indent=2, ensure_ascii=False))
     return 0
+
+
+def _agent_program_exists(settings: Settings) -> None:
+    """The ACP runtime starts its agent with the gateway: a program that is not there is a
+    mistake in the configuration, said before anything starts. (pi starts one per conversation;
+    ``slashgate check`` reports either on its own line.)
+    """
+    if settings.runtime == "acp" and (problem := missing_program(program(settings.acp_command))):
+        raise ConfigError([f"{settings.named('acp_command')}: {problem}"])

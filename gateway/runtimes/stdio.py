@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ from pydantic import SecretStr
 _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
 KILL_GRACE = 0.5  # seconds an agent's process group has between SIGTERM and SIGKILL
+TAIL = 10  # last stderr lines kept, to say why an agent failed
+TAIL_WAIT = 1.0  # seconds an ended agent's stderr has to reach EOF before it is quoted
 
 
 def program(command: Sequence[str]) -> list[str]:
@@ -108,11 +111,14 @@ class StderrPipe:
 
     A pipe of its own rather than the subprocess's: that one shares the (large) stdout buffer
     limit, so nothing would be read from it until megabytes had piled up in memory. Lines go to
-    the debug log only, cut to a sane length: an agent may print anything there.
+    the debug log, cut to a sane length: an agent may print anything there. The last few are
+    kept, to say why the agent failed (``explain``).
     """
 
     def __init__(self) -> None:
         self._read, self.child_fd = os.pipe()
+        self.tail: deque[str] = deque(maxlen=TAIL)
+        self._eof = asyncio.Event()
 
     def started(self) -> None:
         """The child has its copy of the write end: close ours, so that EOF comes with its exit."""
@@ -134,14 +140,34 @@ class StderrPipe:
                     lines.append(pending)
                     pending = b""
                 for line in lines:
-                    _log(log, label, line)
+                    self._line(log, label, line)
             if pending:
-                _log(log, label, pending)
+                self._line(log, label, pending)
         finally:
+            self._eof.set()
             # The transport closes the pipe once the loop stops watching it. Closing the file
             # under a watching loop (on cancel) would leave the loop watching the fd number,
             # which the next pipe gets: that one would never be read.
             transport.close()
+
+    def _line(self, log: logging.Logger, label: str, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace")[:_LINE]
+        self.tail.append(line)
+        log.debug("%s stderr: %s", label, line)
+
+    async def explain(self, exc: BaseException, wait: float = TAIL_WAIT) -> None:
+        """Add the last lines the (ended) child wrote to stderr to ``exc``, as a note: an
+        agent that dies at start says why there (``ModuleNotFoundError: ...``), not in the
+        protocol's ``Connection closed``. Waits for EOF at most ``wait`` seconds (a process the
+        agent started may hold the pipe); a cancellation is left as it is.
+        """
+        if not isinstance(exc, Exception):
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._eof.wait(), wait)
+        if self.tail:
+            lines = "\n".join(f"  {line}" for line in self.tail)
+            exc.add_note(f"the agent's last lines on stderr:\n{lines}")
 
     def close(self) -> None:
         """Close both ends when the child could not be started."""
@@ -150,8 +176,3 @@ class StderrPipe:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def _log(log: logging.Logger, label: str, line: bytes) -> None:
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s stderr: %s", label, line.decode("utf-8", "replace")[:_LINE])

@@ -12,10 +12,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from pydantic import ValidationError
 
 from contract import Command, ComposerInputMessage, ComposerInputPayload
-from gateway.config import load_settings
+from gateway.config import ConfigError, load_settings
 from gateway.core import Gateway
 from gateway.events import (
     MessageDelta,
@@ -290,7 +289,7 @@ async def test_agent_environment_is_secret_except_to_the_agent(tmp_path: Path) -
     # Nor in the text of a configuration error, which quoted the whole input before.
     with config.open("a") as fh:
         fh.write('[telegram]\ntoken = "123:abc"\nmode = "webhook"\n')
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(ConfigError) as refused:
         load_settings(config)
     assert "SLASHGATE_TELEGRAM_SECRET" in str(refused.value)
     assert "s3cret" not in str(refused.value) and "123:abc" not in str(refused.value)

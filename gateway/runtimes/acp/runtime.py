@@ -183,8 +183,9 @@ class AcpRuntime(Runtime):
                 ),
                 INITIALIZE_TIMEOUT,
             )
-        except BaseException:
+        except BaseException as exc:
             await _end(conn, process)
+            await stderr.explain(exc)
             raise
         finally:
             self._starting = None

@@ -1,0 +1,172 @@
+"""Configuration mistakes, each refused before anything starts with one line per mistake that
+names the file (and line, for a TOML syntax error), the key as the user wrote it, and the
+closest valid name; exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+from tests.http import ROOT
+
+FILE = "slashgate.toml"
+NO_FILE = None  # the row's --config names a file that is not there
+
+# (environment, the file's text, the lines said after "slashgate: bad configuration: ")
+MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
+    ({}, "prot = 8081\n", [f"{FILE}: prot is not a setting; did you mean port?"]),
+    (
+        {},
+        '[telegram]\ntokn = "123:abc"\n',
+        [f"{FILE}: [telegram] tokn is not a setting; did you mean [telegram] token?"],
+    ),
+    (
+        {},
+        '[slak]\nbot_token = "xoxb-1"\n',
+        [f"{FILE}: [slak] is not a section; did you mean [slack]?"],
+    ),
+    (
+        {},
+        '[catalog]\nbusyy = "typo"\n',
+        [f"{FILE}: [catalog] busyy is not a message; did you mean [catalog] busy?"],
+    ),
+    ({}, "port = 8080\n[telegram\n", [f"{FILE}:2:10: not valid TOML: Expected ']' at the end"]),
+    ({}, NO_FILE, ["nope.toml: no such file (named by --config)"]),
+    (
+        {},
+        '[telegram]\nmode = "push"\n',
+        [f"{FILE}: [telegram] mode: Input should be 'webhook' or 'polling'"],
+    ),
+    ({}, 'port = "eighty"\n', [f"{FILE}: port: Input should be a valid integer"]),
+    (
+        {"SLASHGATE_PORT": "eighty"},
+        "port = 8081\n",  # the environment wins: it is the one named
+        ["SLASHGATE_PORT: Input should be a valid integer"],
+    ),
+    (
+        {},
+        'telegram_token = "123:abc"\n[telegram]\ntoken = "123:abc"\n',
+        [f"{FILE}: [telegram] token is set twice (also as telegram_token)"],
+    ),
+    (
+        {"SLASHGATE_TELEGRAM_TOKN": "123:abc"},
+        "prot = 8081\n[slak]\nx = 1\n",
+        [
+            "SLASHGATE_TELEGRAM_TOKN is not a setting; did you mean SLASHGATE_TELEGRAM_TOKEN?",
+            f"{FILE}: prot is not a setting; did you mean port?",
+            f"{FILE}: [slak] is not a section; did you mean [slack]?",
+        ],
+    ),
+    (
+        {},
+        'run_timeout = -1\n[telegram]\nmode = "push"\n',
+        [
+            f"{FILE}: run_timeout: Input should be greater than 0",
+            f"{FILE}: [telegram] mode: Input should be 'webhook' or 'polling'",
+        ],
+    ),
+    (
+        {},
+        '[catalog]\nunsupported = "No /{command} here"\n',
+        [f"{FILE}: [catalog] unsupported: placeholder {{command}}"],
+    ),
+    (
+        {},
+        '[catalog]\nplain_busy = "/{name} is busy"\n',
+        [f"{FILE}: [catalog] plain_busy: placeholder {{name}}"],
+    ),
+    ({}, '[catalog]\nbusy = "Busy { retry"\n', [f"{FILE}: [catalog] busy: "]),
+    ({"SLASHGATE_LOG_LEVEL": "LOUD"}, "", ["SLASHGATE_LOG_LEVEL: must be one of DEBUG, INFO"]),
+    (
+        {"SLASHGATE_INTERACTIVE_ONLY": "settings,theme"},
+        "",
+        ["SLASHGATE_INTERACTIVE_ONLY must be a list in JSON, e.g."],
+    ),
+    ({"SLASHGATE_ACP_ENV": '["KEY"]'}, "", ["SLASHGATE_ACP_ENV must be a table in JSON"]),
+    ({"SLASHGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "", ["slack_signing_secret is not set"]),
+    ({}, '[slack]\nsigning_secret = "s"\n', ["slack_bot_token is not set"]),
+    ({"SLASHGATE_TELEGRAM_TOKEN": "123:abc"}, "", ["telegram_secret is not set"]),
+    ({}, '[telegram]\nsecret = "s"\n', ["telegram_secret is set but telegram_token is not"]),
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
+        '[telegram]\nmode = "polling"\nwebhook_url = "https://gw.example.com/telegram/webhook"\n',
+        ['telegram_webhook_url is set but telegram_mode is "polling"'],
+    ),
+    (
+        {},
+        '[slack]\npublic_url = "gw.example.com"\n',
+        [f"{FILE}: [slack] public_url: must be the gateway's"],
+    ),
+    (
+        {},
+        'runtime = "claude"\n',
+        [f'{FILE}: runtime: must be embedded, acp, pi, electric or "package'],
+    ),
+    ({}, 'runtime = "no_such_module:bot"\n', ["runtime: cannot import no_such_module"]),
+    ({}, 'runtime = "json:JSONDecoder"\n', ["runtime: json:JSONDecoder is a JSONDecoder, not a"]),
+]
+
+
+@pytest.mark.parametrize(("env", "toml", "said"), MISTAKES)
+def test_each_mistake_is_one_line_in_the_users_words(
+    env: dict[str, str],
+    toml: str | None,
+    said: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in [n for n in os.environ if n.upper().startswith("SLASHGATE_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)  # the file as the user names it, relative
+    if toml is not None:
+        (tmp_path / FILE).write_text(toml)
+    assert main(["serve", "--config", FILE if toml is not None else "nope.toml"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == len(said), lines
+    for line, expected in zip(lines, said, strict=True):
+        assert line.startswith(f"slashgate: bad configuration: {expected}"), line
+    assert "Errno" not in "".join(lines) and "_tokn" not in "".join(lines)
+
+
+def test_a_config_file_named_by_the_environment_that_is_missing_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLASHGATE_CONFIG", "gone.toml")
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == (
+        "slashgate: bad configuration: gone.toml: no such file (named by SLASHGATE_CONFIG)\n"
+    )
+    monkeypatch.setenv("SLASHGATE_CONFIG", str(tmp_path))
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == (
+        f"slashgate: bad configuration: {tmp_path}: cannot read it: Is a directory\n"
+    )
+
+
+def test_an_acp_agent_program_that_is_not_there_is_one_line_and_status_2(tmp_path: Path) -> None:
+    """Not a warning and then ``cannot start: FileNotFoundError: [Errno 2]``: one line, the
+    setting as written and the path.
+    """
+    agent = tmp_path / "no-such-agent"
+    config = tmp_path / FILE
+    config.write_text(f'runtime = "acp"\nstore = "memory"\n[acp]\ncommand = ["{agent}"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
+    served = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", "0", "--config", str(config)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert served.returncode == 2, served.stderr
+    assert served.stderr == (
+        f"slashgate: bad configuration: {config}: [acp] command: {agent} not found or not "
+        "executable\n"
+    )
