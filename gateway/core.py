@@ -465,7 +465,7 @@ class Gateway:
                 finally:
                     conv.users -= 1
             if log.isEnabledFor(logging.INFO):
-                _log_turn(message, outcome, time.monotonic() - started)
+                _log_turn(outcome, time.monotonic() - started)
         finally:
             logs.reset(bound)
         self.metrics.handled(message.channel, outcome)
@@ -876,7 +876,7 @@ class Gateway:
         return answered
 
 
-def _log_turn(message: InboundMessage, outcome: Outcome, seconds: float) -> None:
+def _log_turn(outcome: Outcome, seconds: float) -> None:
     """The one INFO line per input: where, what it was, how it ended, how long it took."""
     result, reply = outcome.classification, outcome.reply
     if reply is None:
@@ -885,14 +885,15 @@ def _log_turn(message: InboundMessage, outcome: Outcome, seconds: float) -> None
         ended = str(reply.stop_reason)  # cancelled, refusal, max_tokens: not failures
     else:
         ended = reply.category or "ok"
+    # Channel and conversation are the line's context fields already (logs.bind).
     log.info(
-        "turn channel=%s conversation=%s classification=%s command=%s outcome=%s duration=%.3fs",
-        message.channel,
-        message.conversation,
-        result.kind,
-        result.command or "-",
-        ended,
-        seconds,
+        "turn",
+        extra=logs.fields(
+            classification=result.kind,
+            command=result.command or "-",
+            outcome=ended,
+            duration=round(seconds, 3),  # seconds
+        ),
     )
 
 

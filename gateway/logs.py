@@ -1,6 +1,7 @@
 """Logging: text or JSON lines, with what the line is about (channel, conversation, turn,
-platform message id) taken from context variables the core sets, and every configured secret
-masked in whatever is written, tracebacks included.
+platform message id) taken from context variables the core sets, a line's own fields (a turn's
+outcome and duration, ``fields``), and every configured secret masked in whatever is written,
+tracebacks included.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ def reset(token: Token) -> None:
     _context.reset(token)
 
 
+def fields(**values: str | float) -> dict[str, Any]:
+    """``extra=`` for a line with fields of its own: keys of the JSON object, ``key=value``
+    after the message in text. Context fields (channel, conversation...) are added anyway.
+    """
+    return {_OWN: values}
+
+
+_OWN = "slashgate_fields"  # the record attribute ``fields`` sets
+
+
 def new_turn_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -106,17 +117,18 @@ class TextFormatter(_Masking):
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created))
         line = f"{when},{int(record.msecs):03d} {record.levelname} {record.name}: "
         line += record.getMessage()
-        fields = getattr(record, "slashgate", None)
-        if fields:
-            line += " [" + " ".join(f"{k}={v}" for k, v in fields.items()) + "]"
+        line += "".join(f" {k}={v}" for k, v in getattr(record, _OWN, {}).items())
+        context = getattr(record, "slashgate", None)
+        if context:
+            line += " [" + " ".join(f"{k}={v}" for k, v in context.items()) + "]"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return self.mask(line)
 
 
 class JsonFormatter(_Masking):
-    """One JSON object per line: time, level, logger, message, the context fields known, and
-    the traceback as ``exc`` when there is one.
+    """One JSON object per line: time, level, logger, message, the context fields known, the
+    line's own fields, and the traceback as ``exc`` when there is one.
     """
 
     def format(self, record: logging.LogRecord) -> str:
@@ -128,9 +140,15 @@ class JsonFormatter(_Masking):
             "message": record.getMessage(),
         }
         entry.update(getattr(record, "slashgate", None) or {})
+        entry.update(getattr(record, _OWN, {}))
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return self.mask(json.dumps(entry, ensure_ascii=False))
+
+
+class _Bare(_Masking):
+    def format(self, record: logging.LogRecord) -> str:
+        return self.mask(record.getMessage())
 
 
 class _BadHttp(logging.Filter):
@@ -181,12 +199,27 @@ def secrets_of(settings: Settings) -> list[str]:
     return found
 
 
-def configure(settings: Settings, stream: Any = None) -> None:
-    """Root logging for the process: one handler on ``stream`` (stderr), the chosen format."""
-    formatter_type = JsonFormatter if settings.log_format == "json" else TextFormatter
+# Lines for whoever started the process, on stdout: ``slashgate listening on URL``.
+ready = logging.getLogger("slashgate.ready")
+
+
+def configure(settings: Settings, stream: Any = None, out: Any = None) -> None:
+    """Root logging for the process: one handler on ``stream`` (stderr), the chosen format;
+    and ``ready`` on ``out`` (stdout): a JSON line too in JSON, the bare text in text, which
+    scripts wait for (the first screen of ``make run`` ends with the URL).
+    """
+    secrets = Secrets(secrets_of(settings))
+    json_format = settings.log_format == "json"
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(formatter_type(Secrets(secrets_of(settings))))
+    handler.setFormatter(JsonFormatter(secrets) if json_format else TextFormatter(secrets))
     handler.addFilter(_Context())
+    announcer = logging.StreamHandler(out or sys.stdout)
+    announcer.setFormatter(JsonFormatter(secrets) if json_format else _Bare(secrets))
+    for old in list(ready.handlers):
+        ready.removeHandler(old)
+    ready.addHandler(announcer)
+    ready.propagate = False
+    ready.setLevel(logging.INFO)
     server_log = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, _BadHttp) for f in server_log.filters):
         server_log.addFilter(_BadHttp())

@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from . import openapi, probes
+from . import logs, openapi, probes
 from .channel import Channel
 from .config import Settings
 from .core import Gateway
@@ -226,6 +226,6 @@ async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
         loop.add_signal_handler(sig, stop.set)
     async with running(settings, runtime) as server:
         # The runtime and channels are in the start-up log lines just above.
-        print(f"slashgate listening on {server.url}", flush=True)
+        logs.ready.info("slashgate listening on %s", server.url)
         await stop.wait()
     log.info("stopped")

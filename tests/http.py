@@ -52,8 +52,8 @@ async def serve_subprocess(*command: str, cwd: Path = ROOT, **env: str) -> Async
             if not line:
                 raise RuntimeError("slashgate exited early:\n" + "".join(output))
             output.append(line)
-            if line.startswith("slashgate listening on "):
-                url = line.split()[-1]
+            if "slashgate listening on " in line:  # the bare line, or a JSON one
+                url = line.split("slashgate listening on ")[1].split('"')[0].strip()
 
         async def drain() -> None:
             assert proc.stdout is not None

@@ -14,6 +14,7 @@ import pytest
 
 from gateway.server import running
 from tests.conftest import ServerFactory, make_settings
+from tests.ops.test_logs import captured
 
 
 def lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[str]:
@@ -42,23 +43,25 @@ async def test_start_up_says_each_part_and_each_input_is_one_line(
         assert [line for line in started if line.startswith("channel: ")] == [
             "channel: " + c.describe() for c in server.channels
         ]
-        caplog.clear()
-        await post(server.url, "/echo hi")
-        await post(server.url, "just text", conversation="c2")
-        await post(server.url, "/nope")
-        await post(server.url, "/echo")
-        turns = lines(caplog)
+        with captured() as stream:  # the text format, as written
+            await post(server.url, "/echo hi")
+            await post(server.url, "just text", conversation="c2")
+            await post(server.url, "/nope")
+            await post(server.url, "/echo")
+    written = stream.getvalue().splitlines()
+    turns = [line.split(": ", 1)[1] for line in written if " slashgate.core: turn " in line]
     assert len(turns) == 4, turns
-    shape = r"turn channel=webhook conversation=(c1|c2) classification=\S+ command=\S+ outcome=\S+ duration=\d+\.\d{3}s"  # noqa: E501
+    # Each field once: the line's own after the message, what it is about in brackets.
+    shape = r"turn classification=\S+ command=\S+ outcome=\S+ duration=\d+\.\d+ \[channel=webhook conversation=c\d\]"  # noqa: E501
     assert all(re.fullmatch(shape, line) for line in turns), turns
     said = [re.sub(r" duration=\S+", "", line) for line in turns]
     assert said == [
-        "turn channel=webhook conversation=c1 classification=supported command=echo outcome=ok",
-        "turn channel=webhook conversation=c2 classification=not_slash command=- outcome=ok",
-        "turn channel=webhook conversation=c1 classification=unsupported command=- "
-        "outcome=unsupported",
-        "turn channel=webhook conversation=c1 classification=supported command=echo "
-        "outcome=generic",
+        "turn classification=supported command=echo outcome=ok [channel=webhook conversation=c1]",
+        "turn classification=not_slash command=- outcome=ok [channel=webhook conversation=c2]",
+        "turn classification=unsupported command=- outcome=unsupported "
+        "[channel=webhook conversation=c1]",
+        "turn classification=supported command=echo outcome=generic "
+        "[channel=webhook conversation=c1]",
     ]
     assert not any("hi" in line or "just text" in line for line in turns), "no user text"
 

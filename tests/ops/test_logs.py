@@ -75,6 +75,41 @@ async def test_json_lines_carry_channel_conversation_turn_and_message_id(
     assert failure["time"].endswith("Z")
 
 
+async def test_a_turn_is_one_json_line_with_its_fields_as_fields(
+    gateway_server: ServerFactory,
+) -> None:
+    with captured(log_format="json") as stream:
+        async with gateway_server() as server, aiohttp.ClientSession() as http:
+            body = {"conversation": "c1", "user": "u1", "text": "/echo hi", "id": "m-7"}
+            async with http.post(f"{server.url}/v1/messages", json=body) as response:
+                assert response.status == 200
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [turn] = [line for line in lines if line["message"] == "turn"]
+    duration = turn.pop("duration")
+    assert isinstance(duration, float) and 0 <= duration < 60
+    assert {k: v for k, v in turn.items() if k != "time"} == {
+        "level": "INFO",
+        "logger": "slashgate.core",
+        "message": "turn",
+        "channel": "webhook",
+        "conversation": "c1",
+        "message_id": "m-7",
+        "classification": "supported",
+        "command": "echo",
+        "outcome": "ok",
+    }
+
+
+async def test_in_json_every_line_of_the_process_is_json_the_url_included() -> None:
+    async with serve_subprocess(log_format="json") as served, aiohttp.ClientSession() as http:
+        async with http.get(f"{served.url}/healthz") as response:
+            assert response.status == 200
+    lines = [json.loads(line) for line in "".join(served.output).splitlines()]
+    said = {line["logger"]: line["message"] for line in lines}
+    assert said["slashgate.ready"] == f"slashgate listening on {served.url}"
+    assert said["slashgate"] == "stopped"
+
+
 async def test_each_refused_request_is_one_line_rate_limited_and_without_traceback(
     gateway_server: ServerFactory,
 ) -> None:
