@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +26,7 @@ from prometheus_client import (
 )
 from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
@@ -137,9 +138,25 @@ class _Family:
         return [histogram]
 
 
+class _WithoutCreated(Collector):
+    """A registry's metrics less their ``*_created`` samples: in Prometheus' text format each
+    is a series of its own (a timestamp per counter and histogram child) that few ask for.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self._registry.collect():  # families built afresh for each scrape
+            metric.samples = [s for s in metric.samples if not s.name.endswith("_created")]
+            yield metric
+
+
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, created: bool = False) -> None:
+        """``created``: expose the ``*_created`` series too (prometheus_client's default)."""
         self.registry = registry = CollectorRegistry(auto_describe=True)
+        self._exposed: Collector = registry if created else _WithoutCreated(registry)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         # (channel, classification, reply category) -> the children ``handled`` moves.
         self._handled: dict[tuple[str, str, str | None], tuple[Any, Any]] = {}
@@ -233,7 +250,7 @@ class Metrics:
     content_type = CONTENT_TYPE_LATEST
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self._exposed)
 
     def watch(self, queued: Callable[[], float], running: Callable[[], float]) -> None:
         """Read the gauges from the core when scraped (nothing to keep in step per input)."""

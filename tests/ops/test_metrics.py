@@ -147,7 +147,7 @@ def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None
     """The counters and histograms moved on every turn are plain numbers here: the text a
     scrape gets is what prometheus_client's Counter and Histogram give for the same updates.
     """
-    ours = Metrics()
+    ours = Metrics(created=True)  # as prometheus_client, which has them by default
     theirs = CollectorRegistry()
     inputs = Counter(
         "slashgate_inputs",
@@ -180,3 +180,20 @@ def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None
     names = ("slashgate_inputs", "slashgate_turn_seconds")
     expected = shown(generate_latest(theirs), names)
     assert expected and shown(ours.render(), names) == expected
+
+
+async def test_no_created_series_unless_asked_for(gateway_server: ServerFactory) -> None:
+    async with gateway_server() as server:
+        await post(server.url, "/echo hi")
+        async with aiohttp.ClientSession() as http, http.get(f"{server.url}/metrics") as got:
+            text = await got.text()
+    assert "slashgate_inputs_total{" in text and "slashgate_store_seconds_count{" in text
+    assert "_created" not in text
+    asked = Metrics(created=True)
+    asked.inputs.labels("webhook", "supported").inc()
+    asked.runtime_starts.labels("embedded").inc()
+    created = [line for line in asked.render().decode().splitlines() if "_created{" in line]
+    assert [line.split("{")[0] for line in created] == [
+        "slashgate_inputs_created",
+        "slashgate_runtime_session_starts_created",
+    ]
