@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from playwright.async_api import Page, Route, expect
 from pydantic import SecretStr
@@ -31,7 +32,7 @@ from slashgate import Bot, Context
 from tests.conftest import ServerFactory
 from tests.telegram.helpers import Scripted
 
-from .conftest import OpenPage
+from .conftest import WAIT, OpenPage
 
 DEPLOY = Command(name="deploy", description="Deploy a build", hint="environment")
 UNSUPPORTED = "Unsupported slash command /nope. Send /help to list available commands."
@@ -403,3 +404,71 @@ async def test_escape_before_the_menu_opens_keeps_it_closed_and_enter_sends(
         await expect(page.locator(".user").last).to_have_text("/echo")
         await expect(page.locator("#input")).to_have_value("")
         await expect(page.locator("#menu")).to_be_hidden()
+
+
+def completion_text(url: str) -> str:
+    return parse_qs(urlsplit(url).query)["text"][0]
+
+
+@dataclass
+class HeldCompletions:
+    """Every ``GET /v1/complete`` of a page held in the browser until the test lets it through
+    to the gateway, by its text, in whatever order the test chooses.
+    """
+
+    page: Page
+    routes: dict[str, asyncio.Future[Route]] = field(default_factory=dict)
+
+    def _held(self, text: str) -> asyncio.Future[Route]:
+        return self.routes.setdefault(text, asyncio.get_running_loop().create_future())
+
+    async def hold(self, route: Route) -> None:
+        self._held(completion_text(route.request.url)).set_result(route)
+
+    async def answer(self, text: str) -> None:
+        """The answer for ``text``, once the page has it."""
+        route = await asyncio.wait_for(self._held(text), WAIT / 1000)
+        async with self.page.expect_request_finished(
+            lambda r: "/v1/complete" in r.url and completion_text(r.url) == text
+        ) as finished:
+            await route.continue_()
+        await finished.value
+
+
+async def test_completion_answers_in_any_order_leave_only_the_current_texts_menu(
+    gateway_server: ServerFactory, open_page: OpenPage
+) -> None:
+    """Each keystroke asks for completion and none is aborted, so the answers of quick typing
+    come back in any order: a menu the text has outgrown closes at once, a late answer for
+    older text never shows, and Enter sends while answers are still on their way.
+    """
+    async with gateway_server(Deployer().runtime()) as server:
+        page = (await open_page(server.url)).page
+        failed: list[str] = []
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        held = HeldCompletions(page)
+        await page.route("**/v1/complete?*", held.hold)
+        menu = page.locator("#menu")
+        names = menu.locator("[role=option] .name")
+
+        await page.keyboard.type("/")
+        await held.answer("/")
+        await expect(menu.get_by_text("/deploy", exact=True)).to_be_visible()
+
+        await page.keyboard.type("se")  # "/s" and "/se" asked; neither answered yet
+        await expect(menu).to_be_hidden()
+        await held.answer("/se")  # the newest first
+        await expect(names).to_have_text(["/settings"])
+        await held.answer("/s")  # then the older one, for text the composer no longer has
+        await expect(names).to_have_text(["/settings"])
+
+        await page.keyboard.type("nd")  # "/sen" and "/send" asked, held
+        await expect(menu).to_be_hidden()
+        await page.keyboard.press("Enter")  # no menu takes the Enter: it sends
+        await expect(page.locator(".user")).to_have_text(["/send"])
+        await expect(page.locator("#input")).to_have_value("")
+        await reply_done(page)
+        await held.answer("/send")
+        await held.answer("/sen")
+        await expect(menu).to_be_hidden()
+        assert failed == []  # every request came back: none was aborted

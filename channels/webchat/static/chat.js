@@ -559,7 +559,6 @@
     const text = input.value;
     if (!text.trim()) return;
     input.value = "";
-    completeSeq++; // answers still on their way are for the text just sent
     classifySeq++;
     clearTimeout(classifyTimer);
     resize();
@@ -576,6 +575,7 @@
   let active = 0;
   let dismissed = false; // Escape closed the menu: keep it closed until the next edit
   let completeSeq = 0;
+  let shownSeq = 0; // the request whose answer the composer shows
   let classifySeq = 0;
   let classifyTimer = 0;
 
@@ -665,18 +665,30 @@
     }
   }
 
+  // An answer is for one text and caret: the composer as it is now, or it is outgrown.
+  const current = (answer) => answer.value === input.value && answer.cursor === input.selectionStart;
+
   async function requestCompletion() {
     const seq = ++completeSeq;
     const value = input.value;
-    const params = new URLSearchParams({ conversation, text: value, cursor: String(input.selectionStart) });
+    const cursor = input.selectionStart;
+    // A menu for older text closes at once (its span no longer fits, and Enter must send);
+    // the answer for this text reopens it. Requests are never aborted: any of them may come
+    // back first.
+    if (completion && !current(completion)) closeMenu();
+    const params = new URLSearchParams({ conversation, text: value, cursor: String(cursor) });
     let answer;
     try {
       answer = await getJSON("/v1/complete?" + params);
     } catch (_) {
       return; // the composer still works without completion
     }
-    if (seq !== completeSeq) return; // a newer keystroke's answer is coming
     answer.value = value;
+    answer.cursor = cursor;
+    // Answers come back in any order: one for other text is dropped, and an older one never
+    // replaces a newer one for the same text (a /remember in between may have changed it).
+    if (!current(answer) || seq < shownSeq) return;
+    shownSeq = seq;
     if (answer.context === "arguments") showHint(answer.command);
     else if (answer.context === "none" || !input.value) hint.textContent = "";
     if (!dismissed && answer.items.length && (answer.context === "command" || answer.context === "reference")) showMenu(answer);
@@ -725,18 +737,18 @@
 
   input.addEventListener("keydown", (event) => {
     if (event.isComposing) return;
-    const open = completion !== null && !menu.hidden;
+    const shown = completion !== null && !menu.hidden;
+    const open = shown && current(completion); // a menu for other text takes no keys but Escape
     if (open && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
       event.preventDefault();
       highlight(active + (event.key === "ArrowDown" ? 1 : -1));
     } else if (open && (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey))) {
       event.preventDefault();
-      // The menu is for text typed since: its span would land in the wrong place.
-      if (completion.value === input.value) accept(active);
+      accept(active);
     } else if (event.key === "Escape") {
       // Also before an answer on its way has opened the menu: it must not open it after.
       dismissed = true;
-      if (open) {
+      if (shown) {
         event.preventDefault();
         closeMenu();
       }
