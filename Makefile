@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@echo "installing slashgate and its dev tools into $(VENV) (a minute or two the first time)"
+	@# -qq: errors only; the build backend's warnings would push the server's URL off the screen.
+	$(BIN)/pip install -qq --upgrade pip
+	$(BIN)/pip install -qq -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
