@@ -23,8 +23,9 @@ With ``ACP_TEST_CLASH=1`` the agent also
 has ``help`` and ``status`` (as Gemini and fast-agent do) and ``tool <tool-name>``; with
 ``ACP_TEST_SESSIONS=<file>`` it offers ``session/load`` for the sessions it listed there (the
 prompt ``whoami`` answers ``session=<id>``); with
-``ACP_TEST_EMPTY_AFTER_CANCEL=1`` the prompt after a cancelled one ends at once without a word
-(as claude-agent-acp does). Sessions report a model (``config_options``, category model).
+``ACP_TEST_EMPTY_AFTER_CANCEL=N`` the first N prompts after a cancelled one end at once without
+a word (with 1, as claude-agent-acp does). Sessions report a model (``config_options``, category
+model).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class TestAgent:
         self.sessions = 0
         self.modes: dict[str, str] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.empty_left: dict[str, int] = {}  # prompts still to answer empty after a cancel
         self.authenticated = os.environ.get("ACP_TEST_AUTH") != "1"
         self.tasks: set[asyncio.Task[None]] = set()
         self.cancels = 0
@@ -216,10 +218,12 @@ class TestAgent:
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
         sid = session_id
-        was_cancelled = self.cancelled[sid].is_set()
+        if self.cancelled[sid].is_set():
+            self.empty_left[sid] = int(os.environ.get("ACP_TEST_EMPTY_AFTER_CANCEL", "0"))
         self.cancelled[sid].clear()
         _record(prompt)
-        if was_cancelled and os.environ.get("ACP_TEST_EMPTY_AFTER_CANCEL") == "1":
+        if self.empty_left.get(sid, 0) > 0:
+            self.empty_left[sid] -= 1
             return PromptResponse(stop_reason="end_turn")
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
         word = text.strip()

@@ -31,7 +31,7 @@ from gateway.events import (
 )
 from gateway.inbound import InboundMessage, Reply
 from gateway.runtimes import Turn, build_runtime
-from tests.acp.prompts import AGENT, agent_settings
+from tests.acp.prompts import AGENT, agent_settings, prompts
 from tests.conftest import make_settings
 from tests.recorder import Recorder
 
@@ -387,17 +387,44 @@ async def test_an_agent_command_named_like_a_gateway_command(tmp_path: Path) -> 
         assert sink.reply is not None and sink.reply.slash
 
 
-async def test_an_empty_answer_right_after_a_cancel_says_so(tmp_path: Path) -> None:
-    async with gateway(tmp_path, acp_env={"ACP_TEST_EMPTY_AFTER_CANCEL": "1"}) as gw:
-        sink = Recorder()
-        turn = asyncio.ensure_future(gw.handle(inbound("hold"), sink))
-        await asyncio.wait_for(sink.first_delta.wait(), WAIT)
-        assert (await send(gw, "/cancel")).text == "Cancelled the running turn."
-        await asyncio.wait_for(turn, WAIT)
+async def _cancel_a_turn(gw: Gateway) -> None:
+    sink = Recorder()
+    turn = asyncio.ensure_future(gw.handle(inbound("hold"), sink))
+    await asyncio.wait_for(sink.first_delta.wait(), WAIT)
+    assert (await send(gw, "/cancel")).text == "Cancelled the running turn."
+    await asyncio.wait_for(turn, WAIT)
+
+
+async def test_an_empty_answer_right_after_a_cancel_is_asked_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """claude-agent-acp answers the first prompt after a cancel with an empty end_turn: the
+    gateway sends it once more by itself, and the user gets the real reply.
+    """
+    record = tmp_path / "prompts.jsonl"
+    env = {"ACP_TEST_EMPTY_AFTER_CANCEL": "1", "ACP_TEST_RECORD": str(record)}
+    async with gateway(tmp_path, acp_env=env) as gw:
+        await _cancel_a_turn(gw)
         after = await send(gw, "hello")
-        assert after.reply is not None
-        assert after.reply.text.startswith("The agent returned nothing")
+        assert after.finals == [Reply("echo: text:hello", None, "end_turn", slash=False)]
+        assert (await send(gw, "again")).text == "echo: text:again"
+    texts = [[b["text"] for b in blocks] for blocks in prompts(record)]
+    assert texts == [["hold"], ["hello"], ["hello"], ["again"]]  # once more, only once
+    assert "after a cancel in test:c1 with nothing: sending it once more" in caplog.text
+
+
+async def test_a_second_empty_answer_after_a_cancel_says_so_once(tmp_path: Path) -> None:
+    record = tmp_path / "prompts.jsonl"
+    env = {"ACP_TEST_EMPTY_AFTER_CANCEL": "2", "ACP_TEST_RECORD": str(record)}
+    async with gateway(tmp_path, acp_env=env) as gw:
+        await _cancel_a_turn(gw)
+        after = await send(gw, "/web q")
+        assert len(after.finals) == 1 and after.finals[0].text.startswith(
+            "The agent returned nothing"
+        )
         assert (await send(gw, "hello")).text == "echo: text:hello"
+    texts = [[b["text"] for b in blocks] for blocks in prompts(record)]
+    assert texts == [["hold"], ["/web q"], ["/web q"], ["hello"]]
 
 
 async def test_a_conversation_goes_on_in_its_session_after_a_restart(tmp_path: Path) -> None:

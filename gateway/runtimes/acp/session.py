@@ -76,6 +76,8 @@ class AcpSession(RuntimeSession):
         self._queue: EventQueue | None = None
         self._permissions: dict[str, tuple[asyncio.Future[str | None], frozenset[str]]] = {}
         self._listed = False  # a non-empty command list came (after it, empty withdraws all)
+        self._after_cancel = False  # the last prompt was cancelled (the agent got session/cancel)
+        self._heard = False  # the turn in flight got something from the agent besides its end
 
     # -- the ACP session ------------------------------------------------------------------
 
@@ -89,6 +91,7 @@ class AcpSession(RuntimeSession):
         if response is None:
             created = await self.runtime.new_session(conn)
             self.session_id, self._generation, self._conn = created.session_id, generation, conn
+            self._after_cancel = False  # a new session owes nothing to the old one's cancel
             self.runtime.register(self)  # replays the updates that came before the reply
             await self.runtime.kept.set(self.key, self.session_id)
             response = created
@@ -137,6 +140,7 @@ class AcpSession(RuntimeSession):
                 self._updates(options)
         elif self._queue is not None:
             for event in turn_events(update):
+                self._heard = True
                 self._queue.put_nowait(event)
 
     # -- turns ----------------------------------------------------------------------------
@@ -151,7 +155,7 @@ class AcpSession(RuntimeSession):
         assert self.session_id is not None
         session_id = self.session_id
         queue: EventQueue = asyncio.Queue()
-        self._queue = queue
+        self._queue, self._heard = queue, False
         blocks = prompt_blocks(turn, self.runtime.cwd, self.runtime.prompt_capabilities)
         events = pump(
             queue,
@@ -172,6 +176,18 @@ class AcpSession(RuntimeSession):
     ) -> None:
         try:
             response = await conn.prompt(session_id=session_id, prompt=blocks)
+            if self._after_cancel and response.stop_reason == "end_turn" and not self._heard:
+                # claude-agent-acp answers the first prompt after a cancelled one with an
+                # empty turn: the user did nothing wrong, so it goes once more, and only a
+                # second empty answer reaches the user (the core words it).
+                log.warning(
+                    "the agent answered the first prompt after a cancel in %s with nothing: "
+                    "sending it once more",
+                    self.key,
+                )
+                self._after_cancel = False
+                response = await conn.prompt(session_id=session_id, prompt=blocks)
+            self._after_cancel = response.stop_reason == "cancelled"
             if response.usage is not None:
                 queue.put_nowait(usage(response.usage))
             queue.put_nowait(MessageEnd(response.stop_reason))
@@ -181,6 +197,7 @@ class AcpSession(RuntimeSession):
 
     async def _stop(self, conn: ClientSideConnection, session_id: str) -> None:
         """The turn outlived its reader: answer its permission requests, then cancel it."""
+        self._after_cancel = True
         self._deny_pending()
         await self._send_cancel(conn, session_id)
 
@@ -209,6 +226,7 @@ class AcpSession(RuntimeSession):
         request_id = uuid.uuid4().hex[:16]
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._permissions[request_id] = (future, frozenset(o.option_id for o in options))
+        self._heard = True
         queue.put_nowait(
             PermissionRequired(
                 request_id,
