@@ -71,6 +71,7 @@ class Settings(BaseSettings):
     # process only, for about a quarter less CPU per message (docs/reliability.md).
     sqlite_synchronous: SqliteSynchronous = "full"
     memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
+    sqlite_state_size: int = Field(100_000, ge=1)  # keys in state_path; the same rule
     redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
     redis_prefix: str = "slashgate:"
     dedupe_size: int = Field(100_000, ge=1)  # platform ids and Idempotency-Keys remembered

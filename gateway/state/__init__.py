@@ -34,7 +34,12 @@ __all__ = [
 def open_store(settings: Settings) -> StateStore:
     """The store the settings choose (not yet opened)."""
     if settings.store == "sqlite":
-        return SqliteStore(settings.state_path, settings.dedupe_size, settings.sqlite_synchronous)
+        return SqliteStore(
+            settings.state_path,
+            settings.dedupe_size,
+            settings.sqlite_synchronous,
+            settings.sqlite_state_size,
+        )
     if settings.store == "redis":
         from .redis import RedisStore  # redis-py is imported only where it is used
 

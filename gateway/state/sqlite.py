@@ -34,11 +34,16 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " token INTEGER NOT NULL, expires REAL NOT NULL)",
         "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     ),
+    # When each key was last read or written: beyond ``max_keys`` the least recently used go.
+    (
+        "ALTER TABLE state ADD COLUMN used REAL NOT NULL DEFAULT 0",
+        "CREATE INDEX state_used ON state (used)",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 _BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
 _WAL_RETRY = 0.01  # seconds between two tries of the switch to WAL
-_PRUNE_EVERY = 256  # claims written between two sweeps of expired and surplus ones
+_PRUNE_EVERY = 256  # claims (or keys) written between two sweeps of expired and surplus ones
 
 
 def _wal(db: sqlite3.Connection) -> None:
@@ -64,13 +69,16 @@ class SqliteStore(StateStore):
         path: str | Path,
         max_claims: int = 100_000,
         synchronous: SqliteSynchronous = "full",
+        max_keys: int = 100_000,
     ) -> None:
         self.path = Path(path)
         self.max_claims = max_claims
+        self.max_keys = max_keys
         self.synchronous = synchronous
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # one connection, used from worker threads in turn
         self._claims_written = 0
+        self._keys_written = 0
 
     async def open(self) -> None:
         if self._db is None:
@@ -156,20 +164,30 @@ class SqliteStore(StateStore):
     # -- key-value -------------------------------------------------------------------------
 
     async def get(self, key: str) -> Any | None:
-        rows = await self._call(
-            lambda db: db.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchall()
+        row = await self._call(
+            lambda db: db.execute(
+                "UPDATE state SET used = ? WHERE key = ? RETURNING value", (time.time(), key)
+            ).fetchone()
         )
-        return json.loads(rows[0][0]) if rows else None
+        return None if row is None else json.loads(row[0])
 
     async def set(self, key: str, value: Any) -> None:
         encoded = encode(value)
-        await self._call(
-            lambda db: db.execute(
-                "INSERT INTO state (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, encoded),
-            )
+        await self._call(lambda db: self._set(db, key, encoded))
+
+    def _set(self, db: sqlite3.Connection, key: str, value: str | bytes) -> None:
+        db.execute(
+            "INSERT INTO state (key, value, used) VALUES (?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value, used = excluded.used",
+            (key, value, time.time()),
         )
+        self._keys_written += 1
+        if self._keys_written % _PRUNE_EVERY == 0:  # a key per conversation: never unbounded
+            db.execute(
+                "DELETE FROM state WHERE key IN (SELECT key FROM state ORDER BY used "
+                "LIMIT max(0, (SELECT count(*) FROM state) - ?))",
+                (self.max_keys,),
+            )
 
     async def delete(self, key: str) -> bool:
         count = await self._call(
