@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -132,8 +133,10 @@ class Conversation:
         self._owned = False
         self._waiters: deque[asyncio.Future[None]] | None = None  # made when one waits
         # The contract of this conversation's inventory, for one bot username (a
-        # conversation key belongs to one channel, so to one bot).
-        self._contract: tuple[str | None, SlashContract] | None = None
+        # conversation key belongs to one channel, so to one bot). Weak: ``_shared_contract``
+        # holds the contracts, at most SHARED_CONTRACTS, so that each conversation with
+        # commands of its own does not keep a contract of its own (issue 21).
+        self._contract: tuple[str | None, weakref.ref[SlashContract]] | None = None
 
     # -- runtime session ------------------------------------------------------------------
 
@@ -231,12 +234,13 @@ class Conversation:
                 known, base.interactive_only, host(), bot_username, base.catalog
             )
         cached = self._contract
-        if cached is None or cached[0] != bot_username:
+        contract = None if cached is None or cached[0] != bot_username else cached[1]()
+        if contract is None:
             contract = _shared_contract(
                 commands, base.interactive_only, host(), bot_username, base.catalog
             )
-            cached = self._contract = (bot_username, contract)
-        return cached[1]
+            self._contract = (bot_username, weakref.ref(contract))
+        return contract
 
     # -- the run slot: one run at a time, FIFO ---------------------------------------------
 

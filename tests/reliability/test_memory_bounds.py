@@ -1,0 +1,45 @@
+"""What the process holds stays within its bounds however many conversations have commands of
+their own (issue 21, defect 11): each such conversation used to keep a slash contract (its
+indexes) of its own, a few KiB for every one of ``max_sessions``.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from contract import SlashContract
+from gateway.config import Settings
+from gateway.conversation import SHARED_CONTRACTS
+from gateway.core import Gateway
+from gateway.inbound import InboundMessage
+from gateway.runtimes import build_runtime
+
+CONVERSATIONS = SHARED_CONTRACTS + 150
+
+
+def contracts_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, SlashContract) for o in gc.get_objects())
+
+
+async def test_conversations_with_commands_of_their_own_share_a_bounded_set_of_contracts(
+    tmp_path: Path,
+):
+    settings = Settings(
+        state_path=tmp_path / "state.sqlite3", max_sessions=CONVERSATIONS, log_level="WARNING"
+    )
+    gateway = Gateway(settings, build_runtime(settings))
+    await gateway.start()
+    try:
+        for n in range(CONVERSATIONS):
+            key = f"c{n}"
+            await gateway.handle(InboundMessage("webhook", key, "u", f"/remember hi hello {n}"))
+            reply = (await gateway.handle(InboundMessage("webhook", key, "u", "/hi"))).reply
+            assert reply is not None and reply.text == f"hello {n}"
+        assert contracts_alive() <= SHARED_CONTRACTS + 2  # the base and the host contract
+        # A conversation whose contract left the cache still classifies its own commands.
+        reply = (await gateway.handle(InboundMessage("webhook", "c0", "u", "/hi"))).reply
+        assert reply is not None and reply.text == "hello 0"
+    finally:
+        await gateway.stop()
