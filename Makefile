@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench clean tools
 
+# pip -qq: errors only; the build backend's warnings would push `make run`'s URL off the screen.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	@echo "installing slashgate and its dev tools into $(VENV) (a minute or two the first time)"
-	@# -qq: errors only; the build backend's warnings would push the server's URL off the screen.
 	$(BIN)/pip install -qq --upgrade pip
 	$(BIN)/pip install -qq -e '.[dev]'
 	touch $(STAMP)
