@@ -421,12 +421,17 @@ class Gateway:
     # -- the pipeline ---------------------------------------------------------------------
 
     async def classify(self, message: InboundMessage) -> Classification:
+        return (await self._classified(message))[0]
+
+    async def _classified(self, message: InboundMessage) -> tuple[Classification, bool]:
+        """The classification, and whether the conversation's command list is loaded."""
         try:
             conv = await self._use(message.key, message)
         except _OpenFailed:
-            return self._host_contract(message.bot_username).classify(message.text)
+            return self._host_contract(message.bot_username).classify(message.text), False
         conv.users -= 1
-        return self._contract(conv, message.bot_username).classify(message.text)
+        contract = self._contract(conv, message.bot_username)
+        return contract.classify(message.text), conv.info.commands is not None
 
     def _host_contract(self, bot_username: str | None) -> SlashContract:
         """Gateway commands only: for input that cannot reach a runtime session."""
@@ -476,10 +481,10 @@ class Gateway:
         reply (``reply``), or the composer_input it would forward (``forwarded``; None for
         gateway commands and input for another bot). Busy and failures cannot be foreseen.
         """
-        result = await self.classify(message)
+        result, listed = await self._classified(message)
         if result.for_other_bot:
             return Outcome(result, None, None)
-        rejection = self._rejection(result)
+        rejection = self._rejection(result) if listed or result.kind != "unsupported" else None
         if rejection is not None or result.source == "gateway":
             return Outcome(result, None, rejection)
         return Outcome(result, self._composer_input(result), None)
@@ -542,6 +547,15 @@ class Gateway:
             return await self._drop(result, entry)
 
         rejection = self._rejection(result)
+        unlisted = result.kind == "unsupported" and conv.info.commands is None
+        if rejection is not None and result.kind == "unsupported":
+            if unlisted:
+                # The runtime's list is not loaded (yet): never "unsupported" for that; the
+                # input goes on, and the agent answers it or says why it cannot.
+                rejection = None
+            elif await self._listed_anew(conv):
+                result = self._contract(conv, message.bot_username).classify(text)
+                rejection = self._rejection(result)
         if rejection is not None:
             return await self._finish(sink, result, None, rejection, entry)
 
@@ -562,9 +576,9 @@ class Gateway:
             if now
             else await contract_work(conv.key, text, self._composer_input, result, conv.aliases)
         )
-        slash = result.kind == "supported"
-        name = result.command if slash else None
-        agent_name = conv.aliases.get(name.lower(), name) if name else None
+        slash = result.kind == "supported" or unlisted
+        name = result.name if slash else None
+        agent_name = conv.aliases.get(name.lower(), name) if name and not unlisted else None
         policy = self.settings.busy_policy
         if (slash or policy != "queue") and self.journal.shared:
             if policy == "interrupt" and not slash:
@@ -609,7 +623,7 @@ class Gateway:
                 if entry is not None:
                     entry.state, entry.command = "running", name
                     await self.journal.mark(entry, held.lease if held else None)
-                reply = await self._run(conv, turn, sink, hooks)
+                reply = await self._run(conv, turn, sink, hooks, agent_name or name)
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await self.journal.mark(entry, held.lease if held else None)
@@ -666,10 +680,32 @@ class Gateway:
         text = self._base.failure(category, name, error)
         return Reply(text, category, slash=name is not None)
 
+    async def _listed_anew(self, conv: Conversation) -> bool:
+        """Whether the runtime, asked again for this conversation's commands (an input named
+        one it did not list), reported a different list.
+        """
+        session, before = conv.session, conv.info.commands
+        if session is None:
+            return False
+        try:
+            await session.refresh_commands()
+        except Exception:
+            log.exception("refreshing the commands of %s failed", conv.key)
+            return False
+        return conv.info.commands != before
+
     async def _run(
-        self, conv: Conversation, turn: Turn, sink: ReplySink, hooks: frozenset[str]
+        self,
+        conv: Conversation,
+        turn: Turn,
+        sink: ReplySink,
+        hooks: frozenset[str],
+        name: str | None,
     ) -> Reply:
-        state = RunState(turn.command)  # its task is set once it may wait (``stop_run``)
+        """``name``: the command as the user's texts show it (``turn.command``, or the name
+        typed when the runtime's list was not loaded).
+        """
+        state = RunState(name)  # its task is set once it may wait (``stop_run``)
         conv.run = state
         bound = logs.bind_turn()
         try:
@@ -678,7 +714,7 @@ class Gateway:
                 try:
                     events = conv.session.run(turn)
                 except Exception as exc:
-                    return self._crashed(conv, turn.command, exc)
+                    return self._crashed(conv, name, exc)
                 # A turn the runtime answered at once, for a sink that streams nothing: read
                 # here and now, without a deadline (nothing is awaited) or a pass of the loop.
                 if type(events) is Answered and not hooks & _STREAMING:
@@ -690,7 +726,7 @@ class Gateway:
                     await self._session(conv, deadline)
                 return await self._consume(conv, turn, sink, state, events, hooks)
         except _OpenFailed as exc:
-            return self._failure(self._base.categorize(str(exc)), turn.command, str(exc))
+            return self._failure(self._base.categorize(str(exc)), name, str(exc))
         except asyncio.CancelledError:
             if not state.forced:
                 raise  # shutdown
@@ -703,7 +739,7 @@ class Gateway:
                 if not state.forced:
                     raise
                 asyncio.current_task().uncancel()  # type: ignore[union-attr]
-            return self._failure("timeout", turn.command)
+            return self._failure("timeout", name)
         finally:
             conv.run = None
             state.done.set()
@@ -741,7 +777,7 @@ class Gateway:
         hooks: frozenset[str],
     ) -> Reply:
         assert conv.session is not None
-        name = turn.command
+        name = state.command
         try:
             if events is None:
                 events = conv.session.run(turn)

@@ -79,6 +79,12 @@ class RuntimeSession(ABC):
     async def cancel(self) -> None:
         """Ask the runtime to stop the turn in flight; the stream then ends (cancelled)."""
 
+    async def refresh_commands(self) -> None:
+        """An input named a command this session did not list: a runtime whose list can
+        change without telling it (Electric's entity type) reads it again, at most once per
+        interval of its own, and reports a change through ``updates`` before returning.
+        """
+
     async def answer_permission(self, request_id: str, option_id: str | None) -> bool:
         """Answer a PermissionRequired; None means cancelled. False if not pending."""
         return False
