@@ -4,9 +4,11 @@ It follows the server's source (electric-sql/electric: packages/agents-server ro
 packages/agents-runtime composer_input validation and stream rows, packages/durable-streams-rust
 read modes): the routes the gateway uses, their checks in the server's order, the error bodies
 ``{"error": {code, message, details?}}``, and the three read modes of an entity's JSON stream.
-Simplified on purpose: one tenant, no entity-type permission grants (anyone may spawn), offsets
-count events instead of bytes (they are opaque to clients), an entity type's handler is a Python
-coroutine run in process.
+Simplified on purpose: one tenant, no authorization hook, offsets count events instead of bytes
+(they are opaque to clients), an entity type's handler is a Python coroutine run in process.
+Entity-type permissions are enforced as the server does for every principal but the built-in
+system ones (development mode included): reading a type and spawning one need ``spawn`` (or
+``manage``) on it, registering an existing type again needs ``manage``.
 """
 
 from __future__ import annotations
@@ -169,6 +171,10 @@ def _is_str(v: Any) -> bool:
     return isinstance(v, str)
 
 
+def _is_list(v: Any) -> bool:
+    return isinstance(v, list)
+
+
 def _is_grant(v: Any) -> bool:
     allowed = {
         "subject_kind",
@@ -294,6 +300,11 @@ class FakeType:
     handler: Handler | None = None
     inbox_schemas: dict[str, Any] | None = None
     revision: int = 1
+    grants: list[dict[str, Any]] = field(default_factory=list)  # spawn / manage on the type
+
+    def allows(self, principal: str, permission: str) -> bool:
+        """permissions.ts canAccessEntityType: built-in system principals, then the grants."""
+        return principal in BYPASS or _granted(self.grants, principal, permission)
 
     def body(self) -> dict[str, Any]:
         now = "2026-01-01T00:00:00.000Z"
@@ -349,15 +360,20 @@ class FakeEntity:
         """permissions.ts canAccessEntity: built-in system principals, the creator, grantees."""
         if principal in BYPASS or principal == self.created_by:
             return True
-        kind = principal.removeprefix("/principal/").split("%3A", 1)[0]
-        return any(
-            g["permission"] in (permission, "manage")
-            and (
-                (g["subject_kind"] == "principal" and g["subject_value"] == principal)
-                or (g["subject_kind"] == "principal_kind" and g["subject_value"] == kind)
-            )
-            for g in self.grants
+        return _granted(self.grants, principal, permission)
+
+
+def _granted(grants: list[dict[str, Any]], principal: str, permission: str) -> bool:
+    """A grant of ``permission`` (or ``manage``) to the principal or to its kind."""
+    kind = principal.removeprefix("/principal/").split("%3A", 1)[0]
+    return any(
+        g["permission"] in (permission, "manage")
+        and (
+            (g["subject_kind"] == "principal" and g["subject_value"] == principal)
+            or (g["subject_kind"] == "principal_kind" and g["subject_value"] == kind)
         )
+        for g in grants
+    )
 
 
 def change(
@@ -503,6 +519,7 @@ class FakeElectric:
 
     async def start(self) -> str:
         app = web.Application(middlewares=[self._record])
+        app.router.add_post("/_electric/entity-types", self.register_entity_type)
         app.router.add_get("/_electric/entity-types/{name}", self.get_entity_type)
         app.router.add_put("/_electric/entities/{type}/{id}", self.spawn)
         app.router.add_get("/_electric/entities/{type}/{id}", self.get_entity)
@@ -543,6 +560,16 @@ class FakeElectric:
         t = FakeType(name, description, slash_commands or [], handler, inbox_schemas)
         self.types[name] = t
         return t
+
+    def grant_type(self, name: str, principal: str, permission: str = "spawn") -> None:
+        """``POST /_electric/entity-types/{name}/grants`` for one principal key."""
+        self.types[name].grants.append(
+            {
+                "subject_kind": "principal",
+                "subject_value": principal_url(principal),
+                "permission": permission,
+            }
+        )
 
     # -- waiting for state, for tests -----------------------------------------------------
 
@@ -611,7 +638,37 @@ class FakeElectric:
         entity_type = self.types.get(request.match_info["name"])
         if entity_type is None:
             return api_error(404, "NOT_FOUND", "Entity type not found")
+        if not entity_type.allows(self.principal(request), "spawn"):
+            return api_error(
+                401, "UNAUTHORIZED", f"Principal is not allowed to spawn {entity_type.name}"
+            )
         return web.json_response(entity_type.body())
+
+    async def register_entity_type(self, request: web.Request) -> web.Response:
+        """entity-types-router.ts registerEntityType: registering an existing type again
+        replaces its declaration (its slash commands among it) and bumps its revision; the
+        streams of its entities are left as they are.
+        """
+        fields = {"name": _is_str, "description": _is_str, "slash_commands": _is_list}
+        body = await self._body(request, fields)
+        if isinstance(body, web.Response):
+            return body
+        name, description = body.get("name"), body.get("description")
+        existing = self.types.get(name) if isinstance(name, str) else None
+        if existing is not None and not existing.allows(self.principal(request), "manage"):
+            return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to manage {name}")
+        if not name:
+            return api_error(400, "INVALID_REQUEST", "Missing required field: name")
+        if not description:
+            return api_error(400, "INVALID_REQUEST", "Missing required field: description")
+        commands = list(body.get("slash_commands") or [])
+        if existing is None:
+            entity_type = self.add_type(name, commands, description=description)
+        else:
+            entity_type = existing
+            entity_type.description, entity_type.slash_commands = description, commands
+            entity_type.revision += 1
+        return web.json_response(entity_type.body(), status=201)
 
     # -- entities -------------------------------------------------------------------------
 
@@ -683,6 +740,8 @@ class FakeElectric:
         body = await self._body(request, SPAWN_FIELDS)
         if isinstance(body, web.Response):
             return body
+        if not entity_type.allows(self.principal(request), "spawn"):
+            return api_error(401, "UNAUTHORIZED", f"Principal is not allowed to spawn {type_name}")
         url = f"/{type_name}/{entity_id}"
         if url in self.entities:
             return api_error(409, "DUPLICATE_URL", f'Entity already exists at URL "{url}"')

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 
 from gateway.runtimes import build_runtime
@@ -93,11 +94,52 @@ async def test_401_without_a_principal_on_a_server_that_requires_one(
     async with electric_gateway(inventory_wait=0.05) as server:
         body = await say(server, "hello")
 
-    assert _reply(body) == ("generic", "The request failed: Missing Electric-Principal")
+    assert _reply(body) == (
+        "generic",
+        "The request failed: the Electric Agents server refused the gateway, which sends no "
+        'principal (electric_principal is not set): "Missing Electric-Principal" (set '
+        "electric_principal and grant it spawn on the entity type assistant)",
+    )
+
+
+async def test_a_principal_without_the_spawn_grant_is_told_as_such_never_as_unsupported(
+    fake: FakeElectric, electric_gateway, caplog: pytest.LogCaptureFixture
+):
+    """The server requires ``spawn`` on the type of every named principal, in development
+    mode too: until it is granted, every input (commands included, whose list could not be
+    read) gets the refusal, and the start-up log says what is missing.
+    """
+    refused = (
+        "the Electric Agents server refused the principal service:slashgate: "
+        '"Principal is not allowed to spawn assistant" '
+        "(it needs the spawn grant on the entity type assistant)"
+    )
+    async with electric_gateway(electric_principal="service:slashgate", inventory_wait=0.05) as (
+        server
+    ):
+        echo = await say(server, "/echo hi")
+        deploy = await say(server, "/deploy prod")
+        plain = await say(server, "hello")
+        fake.grant_type("assistant", "service:slashgate")
+        granted = await say(server, "hello")
+        after = await say(server, "/deploy prod")
+
+    assert _reply(echo) == ("generic", f"Slash command /echo failed: {refused}")
+    assert _reply(deploy) == ("generic", f"Slash command /deploy failed: {refused}")
+    assert _reply(plain) == ("generic", f"The request failed: {refused}")
+    assert _reply(granted) == (None, "hello")
+    assert _reply(after) == (None, "Deploying prod now.")
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert logged == [
+        f"cannot read the entity type assistant at {fake.url}: {refused}; "
+        "every input fails until this is fixed"
+    ]
+    assert "unreachable" not in caplog.text
 
 
 async def test_gateway_principal_creates_and_reads_users_send(fake: FakeElectric, electric_gateway):
     fake.require_principal = True
+    fake.grant_type("assistant", "service:slashgate")
     async with electric_gateway(electric_principal="service:slashgate") as server:
         body = await say(server, "hello", user="bob")
 
@@ -113,6 +155,8 @@ async def test_a_user_the_gateway_may_not_grant_gets_the_refusal(
     fake: FakeElectric, electric_gateway
 ):
     fake.require_principal = True
+    fake.grant_type("assistant", "service:slashgate")
+    fake.grant_type("assistant", "service:other")
     async with aiohttp.ClientSession() as http:  # someone else's entity, readable by the gateway
         async with http.put(
             f"{fake.url}/_electric/entities/assistant/slashgate-webhook_3Ac1",

@@ -20,6 +20,7 @@ USER = {"Electric-Principal": "user:alice"}
 
 @pytest.fixture
 async def http(fake: FakeElectric) -> AsyncIterator[aiohttp.ClientSession]:
+    fake.grant_type(ENTITY_TYPE, "user:alice")  # USER may spawn the type
     async with aiohttp.ClientSession(base_url=fake.url) as session:
         yield session
 
@@ -63,6 +64,48 @@ async def test_spawn_then_duplicate(http: aiohttp.ClientSession):
             "message": f'Entity already exists at URL "/{ENTITY_TYPE}/e1"',
         }
     }
+
+
+async def test_a_named_principal_needs_spawn_on_the_type_to_read_or_spawn_it(
+    http: aiohttp.ClientSession,
+):
+    bob = {"Electric-Principal": "user:bob"}
+    refused = {
+        "error": {"code": "UNAUTHORIZED", "message": "Principal is not allowed to spawn assistant"}
+    }
+    assert await _call(http, "GET", f"/_electric/entity-types/{ENTITY_TYPE}", None, bob) == (
+        401,
+        refused,
+    )
+    assert await _call(http, "PUT", ENTITY, {}, bob) == (401, refused)
+    status, _ = await _call(http, "GET", f"/_electric/entity-types/{ENTITY_TYPE}")
+    assert status == 200  # no principal: a development server's system:dev-local
+
+
+async def test_registering_a_type_again_replaces_its_commands_not_its_entities_rows(
+    http: aiohttp.ClientSession, fake: FakeElectric
+):
+    await _spawn(http)
+    summarize = {"name": "summarize", "description": "Summarize the conversation"}
+    declaration = {
+        "name": ENTITY_TYPE,
+        "description": "test agent",
+        "slash_commands": [*STATIC_COMMANDS, summarize],
+    }
+    status, body = await _call(
+        http, "POST", "/_electric/entity-types", declaration, {"Electric-Principal": "user:bob"}
+    )
+    assert (status, body["error"]["message"]) == (
+        401,
+        "Principal is not allowed to manage assistant",
+    )
+    status, body = await _call(http, "POST", "/_electric/entity-types", declaration)
+    assert (status, body["revision"], body["slash_commands"][-1]) == (201, 2, summarize)
+    status, body = await _call(http, "GET", f"/_electric/entity-types/{ENTITY_TYPE}")
+    assert [c["name"] for c in body["slash_commands"]] == ["deploy", "pr-review", "summarize"]
+    (entity,) = fake.entities.values()
+    rows = [e["key"] for e in entity.stream.events if e["type"] == "slash_command"]
+    assert rows == ["deploy", "pr-review"]  # an entity's stream keeps what it was created with
 
 
 async def test_unknown_type_and_entity(http: aiohttp.ClientSession):
@@ -248,7 +291,10 @@ async def test_send_refusals_in_the_server_order(fake: FakeElectric, http: aioht
     assert (status, body["error"]["code"]) == (409, "NOT_RUNNING")
 
 
-async def test_only_the_creator_and_grantees_may_write(http: aiohttp.ClientSession):
+async def test_only_the_creator_and_grantees_may_write(
+    http: aiohttp.ClientSession, fake: FakeElectric
+):
+    fake.grant_type(ENTITY_TYPE, "service:gw")
     await _call(http, "PUT", ENTITY, {}, {"Electric-Principal": "service:gw"})
     status, body = await _call(http, "POST", f"{ENTITY}/send", _send("a", None), USER)
     assert (status, body["error"]["code"]) == (401, "UNAUTHORIZED")

@@ -59,6 +59,7 @@ async def test_only_the_conversations_users_may_write_to_its_entity(
     fake: FakeElectric, electric_gateway
 ):
     fake.require_principal = True
+    fake.grant_type("assistant", "service:slashgate")
     async with electric_gateway(electric_principal="service:slashgate") as server:
         first = await say(server, "one", user="alice")
         again = await say(server, "two", user="alice")

@@ -83,11 +83,31 @@ class ElectricClient:
                     response.status, BAD_RESPONSE, f"unexpected answer to {method} {path}"
                 ) from exc
 
+    def _refused(self, exc: ElectricError, type_name: str) -> ElectricError:
+        """A 401 to the gateway's own principal on a type's routes, said as what it is: the
+        server refused that principal (its message quoted), and the grant that is missing.
+        Any other error as it is.
+        """
+        if exc.status != 401:
+            return exc
+        if self.principal is None:
+            who = "the gateway, which sends no principal (electric_principal is not set)"
+            fix = f"set electric_principal and grant it spawn on the entity type {type_name}"
+        else:
+            who = f"the principal {self.principal}"
+            fix = f"it needs the spawn grant on the entity type {type_name}"
+        text = f'the Electric Agents server refused {who}: "{exc.message}" ({fix})'
+        return ElectricError(exc.status, exc.code, text, exc.details)
+
     # -- routes ---------------------------------------------------------------------------
 
     async def entity_type(self, name: str) -> EntityType:
+        """The type's declaration (reading it needs ``spawn`` on the type, as creating does)."""
         path = f"/_electric/entity-types/{_segment(name)}"
-        result: EntityType = await self._request("GET", path, model=EntityType)
+        try:
+            result: EntityType = await self._request("GET", path, model=EntityType)
+        except ElectricError as exc:
+            raise self._refused(exc, name) from None
         return result
 
     async def create_entity(self, type_name: str, entity_id: str, body: dict[str, Any]) -> Entity:
@@ -98,7 +118,7 @@ class ElectricClient:
             return created
         except ElectricError as exc:
             if exc.status != 409 or exc.code != DUPLICATE_URL:
-                raise
+                raise self._refused(exc, type_name) from None
         found: Entity = await self._request("GET", path, model=Entity)
         return found
 

@@ -39,6 +39,13 @@ class Inventory:
         self._commands = None
         return True
 
+    def declare(self, static: Iterable[Command]) -> bool:
+        """The type's list as read anew; True when the effective commands changed."""
+        before = self.commands()
+        self.static = tuple(static)
+        self._commands = None
+        return self.commands() != before
+
     def clear(self) -> None:
         """Forget the stream's rows (it is read again from the start)."""
         self.rows.clear()

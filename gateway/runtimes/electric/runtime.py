@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+import weakref
 
 from contract import Command
 
@@ -15,8 +17,13 @@ from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
 from .ids import check_prefix
 from .session import ElectricSession
+from .wire import ElectricError
 
 log = logging.getLogger("slashgate.electric")
+
+# Seconds: the type's command list is read again at most this often (besides every open of
+# a conversation), when a turn starts or an input names a command the list lacks.
+TYPE_REFRESH = 10.0
 
 # principal.ts: `<kind>:<id>`, kind one of four, id non-empty without "/".
 _PRINCIPAL = re.compile(r"(user|agent|service|system):[^/\s]+")
@@ -40,6 +47,11 @@ class ElectricRuntime(Runtime):
         self._owns_store = store is None
         self._volatile = isinstance(self.store, MemoryStore)  # also once timed (observe_store)
         self.static: tuple[Command, ...] | None = None  # the type's list, as last read
+        self.type_refresh = TYPE_REFRESH
+        self.clock = time.monotonic
+        self._static_read: float | None = None  # ``clock`` time the last read began
+        # Open conversations: each gets a change of the type's list.
+        self.sessions: weakref.WeakSet[ElectricSession] = weakref.WeakSet()
 
     async def start(self) -> None:
         await self.store.open()
@@ -73,6 +85,8 @@ class ElectricRuntime(Runtime):
     async def readiness(self) -> str | None:
         try:
             await self.client.entity_type(self.settings.electric_entity_type)
+        except ElectricError as exc:
+            return f"{self.client.shown} answered {exc}"
         except REQUEST_ERRORS as exc:
             return f"{self.client.shown} does not answer: {type(exc).__name__}: {exc}"
         return await store_problem(self.store)
@@ -80,9 +94,33 @@ class ElectricRuntime(Runtime):
     def generation_key(self, key: str) -> str:
         return f"electric:generation:{self.prefix}:{key}"
 
+    async def declared(self, fresh: bool = False) -> tuple[Command, ...] | None:
+        """The type's command list, read again when ``fresh`` or once ``type_refresh``
+        seconds have passed since the last read began (so a burst of callers, or of typos,
+        costs one read). A change goes to every open conversation. Raises REQUEST_ERRORS.
+        """
+        last = self._static_read
+        if not fresh and last is not None and self.clock() - last < self.type_refresh:
+            return self.static
+        self._static_read = self.clock()
+        entity_type = await self.client.entity_type(self.settings.electric_entity_type)
+        static = tuple(c.command() for c in entity_type.slash_commands or ())
+        if static != self.static:
+            self.static = static
+            for session in list(self.sessions):
+                session.declare(static)
+        return static
+
     async def static_commands(self) -> tuple[Command, ...] | None:
         try:
-            entity_type = await self.client.entity_type(self.settings.electric_entity_type)
+            return await self.declared(fresh=True)
+        except ElectricError as exc:
+            log.error(
+                "cannot read the entity type %s at %s: %s; every input fails until this is fixed",
+                self.settings.electric_entity_type,
+                self.client.shown,
+                exc.describe(),
+            )
         except REQUEST_ERRORS as exc:
             log.warning(
                 "electric runtime unreachable at %s (%s): check electric_url and that the "
@@ -90,9 +128,7 @@ class ElectricRuntime(Runtime):
                 self.client.shown,
                 exc,
             )
-            return None
-        self.static = tuple(c.command() for c in entity_type.slash_commands or ())
-        return self.static
+        return None
 
     def describe(self) -> str:
         return f"electric ({self.client.shown}, entity type {self.settings.electric_entity_type})"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import aiohttp
 
-from contract import Category
+from contract import Category, Command
 
 from ...attachments import with_parts
 from ...events import (
@@ -52,6 +52,7 @@ _STOP_REASONS = {
 # The base entity's tag naming the conversation's current generation (the count of /new).
 GENERATION_TAG = "slashgate-generation"
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+REFRESH_WAIT = 3.0  # seconds an input naming an unlisted command waits for the type's list
 
 
 def http_failure(exc: ElectricError) -> ErrorEvent:
@@ -168,6 +169,7 @@ class ElectricSession(RuntimeSession):
         self._offset = START
         self._dirty = False  # the offset applied is newer than the one saved
         self._reader: asyncio.Task[None] | None = None
+        self._reported = False  # the inventory went out (once caught up): changes go at once
         self._turn: _Turn | None = None
         self._ready = asyncio.Lock()
 
@@ -186,15 +188,14 @@ class ElectricSession(RuntimeSession):
         async with self._ready:
             if self._reader is not None:
                 return
-            client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
+            type_name = self.runtime.settings.electric_entity_type
             base = await self._resolve()
             if base is not None and self.generation == 0:
                 entity = base
             else:
                 entity = await self._create(self.entity_id)
             try:
-                declared = (await client.entity_type(type_name)).slash_commands or []
-                self.runtime.static = tuple(c.command() for c in declared)
+                await self.runtime.declared(fresh=True)  # commands declared since, for all
             except REQUEST_ERRORS as exc:
                 log.warning("cannot read the type %s (%s); keeping what is known", type_name, exc)
             saved = await self.runtime.store.get(self.state_key)
@@ -206,6 +207,7 @@ class ElectricSession(RuntimeSession):
             self._entity = entity
             self._inventory = Inventory(self.runtime.static or (), rows)
             self._reader = asyncio.create_task(self._read(entity.streams.main))
+            self.runtime.sessions.add(self)
 
     async def _resolve(self) -> Entity | None:
         """Make ``generation`` known: the store keeps it; when it does not (a fresh or a
@@ -235,14 +237,13 @@ class ElectricSession(RuntimeSession):
         at every change. Should reading fail before that, the saved inventory is reported.
         """
         backoff = BACKOFF_FIRST
-        reported = False
+        self._reported = False
         while True:
             try:
                 live = self.runtime.settings.electric_live
                 async for batch in self.runtime.client.read(stream_path, self._offset, live):
                     changed = await self._apply(batch)
-                    if (changed and reported) or (batch.up_to_date and not reported):
-                        reported = True
+                    if (changed and self._reported) or (batch.up_to_date and not self._reported):
                         self._report()
                     backoff = BACKOFF_FIRST
                     if batch.closed:
@@ -253,15 +254,14 @@ class ElectricSession(RuntimeSession):
                     log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
                     self._offset = START
                     self._inventory.clear()
-                    reported = False  # what was reported may be gone: report once caught up
+                    self._reported = False  # what was reported may be gone: once caught up
                     continue
                 log.warning("reading %s failed: %s", stream_path, exc)
             except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
                 log.warning("reading %s failed: %s; resuming at %s", stream_path, exc, self._offset)
             except Exception:  # a bug here must not leave turns waiting for a dead reader
                 log.exception("reading %s failed; resuming at %s", stream_path, self._offset)
-            if not reported and self._offset != START:
-                reported = True
+            if not self._reported and self._offset != START:
                 self._report()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
@@ -299,11 +299,31 @@ class ElectricSession(RuntimeSession):
             raise
 
     def _report(self) -> None:
+        self._reported = True
         self._updates(
             SessionUpdated(
                 commands=self._inventory.commands(), capabilities={"supports_commands": True}
             )
         )
+
+    def declare(self, static: tuple[Command, ...]) -> None:
+        """The type's list changed (read by this or another conversation): commands declared
+        after this entity was created join its inventory.
+        """
+        if self._inventory.declare(static) and self._reported:
+            self._report()
+
+    async def refresh_commands(self) -> None:
+        """An input named a command this entity does not list: the type's list is read again
+        (at most once per ``type_refresh``), waiting at most ``REFRESH_WAIT`` for it.
+        """
+        if self._reader is None:
+            return  # not open yet: the open reads the type anyway
+        try:
+            async with asyncio.timeout(REFRESH_WAIT):
+                await self.runtime.declared()
+        except REQUEST_ERRORS as exc:
+            log.warning("cannot read the type's commands again: %s", exc)
 
     def _stream_closed(self) -> None:
         log.info("the stream of %s is closed (the entity stopped)", self.entity_id)
@@ -317,6 +337,8 @@ class ElectricSession(RuntimeSession):
         if failure is not None:
             yield failure
             return
+        with contextlib.suppress(*REQUEST_ERRORS):  # the send tells the user what fails
+            await self.runtime.declared()  # commands declared since, once in a while
         state = _Turn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
@@ -409,6 +431,7 @@ class ElectricSession(RuntimeSession):
         await self.runtime.store.delete(old)
 
     async def close(self) -> None:
+        self.runtime.sessions.discard(self)
         if self._turn is not None:
             self._turn.finish(MessageEnd("cancelled"))
         reader, self._reader = self._reader, None
