@@ -554,7 +554,12 @@ class Gateway:
                 # input goes on, and the agent answers it or says why it cannot.
                 rejection = None
             elif await self._listed_anew(conv):
-                result = self._contract(conv, message.bot_username).classify(text)
+                contract = self._contract(conv, message.bot_username)
+                result = (
+                    contract.classify(text)
+                    if now
+                    else await contract_work(conv.key, text, contract.classify, text)
+                )
                 rejection = self._rejection(result)
         if rejection is not None:
             return await self._finish(sink, result, None, rejection, entry)
