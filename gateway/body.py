@@ -6,12 +6,20 @@ Here ``gzip`` and ``deflate`` are decoded with the decoded size capped at the sa
 few kilobytes of gzip must not grow into gigabytes), ``identity`` passes, anything else is a
 415. Chunked bodies are counted as they arrive: past the limit is a 413, whatever the
 headers said.
+
+Also the checks every channel makes of what a request carries: JSON that is strict (UTF-8,
+no NaN, no lone surrogate in any string), and header values as the bytes that were sent.
+aiohttp decodes header bytes with ``surrogateescape``, so a value with bytes outside UTF-8
+holds lone surrogates, which no store, log or runtime can encode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import zlib
+from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -24,7 +32,9 @@ _RAW_DEFLATE = -zlib.MAX_WBITS  # "deflate" as some clients send it: no zlib hea
 
 
 class BodyError(Exception):
-    """A body that cannot be taken: the status, a short code and a sentence for the client."""
+    """A request (its body or a header) that cannot be taken: the status, a short code and a
+    sentence for the client.
+    """
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -105,3 +115,99 @@ def _decode(coding: str, data: bytes, limit: int) -> bytes:
     if out is None or not decoder.eof or decoder.unused_data:
         raise BodyError(400, "malformed_encoding", f"request body is not valid {coding} data")
     return out
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+# A JSON escape of a surrogate (paired or not): only then can a decoded string hold one.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of a body, read strictly: BodyError 400 ``malformed_json`` for text that is
+    not JSON (NaN and Infinity included), ``invalid_text`` naming the field for a string that
+    is not valid Unicode: bytes outside UTF-8, or a lone surrogate (``"\\ud800"``), which
+    Python's own parser lets through and strict parsers elsewhere refuse.
+    """
+    try:
+        text, undecodable = raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        # Each bad byte becomes a lone surrogate, found below in the string that holds it.
+        text, undecodable = raw.decode("utf-8", "surrogateescape"), True
+    try:
+        data = json.loads(text, parse_constant=_constant)
+    except RecursionError:
+        raise BodyError(400, "malformed_json", "request body is nested too deeply") from None
+    except ValueError as exc:
+        if undecodable:  # the bad bytes are outside any string
+            raise BodyError(
+                400, "malformed_json", "request body is not valid JSON: not UTF-8"
+            ) from None
+        raise BodyError(400, "malformed_json", f"request body is not valid JSON: {exc}") from None
+    if undecodable or _SURROGATE_ESCAPE.search(raw):
+        where = lone_surrogate(data)
+        if where is not None:
+            raise BodyError(
+                400,
+                "invalid_text",
+                f"{where or 'body'}: not valid Unicode text "
+                "(a lone surrogate, or bytes that are not UTF-8)",
+            )
+    return data
+
+
+def valid_text(text: str) -> bool:
+    """No lone surrogate in ``text``: it can be encoded as UTF-8 (stored, logged, sent on)."""
+    return _SURROGATE.search(text) is None
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """Where in a JSON value a string (or a name) holds a lone surrogate: its dotted path
+    (``attachments.0.name``, "" for the value itself), or None when there is none.
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:  # not recursive: JSON nests as deep as the parser allowed
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not valid_text(item):
+                return where
+        elif isinstance(item, dict):
+            for name, child in item.items():
+                path = f"{where}.{_printable(name)}" if where else _printable(name)
+                if not valid_text(name):
+                    return path
+                stack.append((child, path))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                stack.append((child, f"{where}.{index}" if where else str(index)))
+    return None
+
+
+def _printable(name: str) -> str:
+    """A field name fit for an error message and a log line (its bad characters escaped)."""
+    return name.encode("utf-8", "backslashreplace").decode()
+
+
+# -- headers ---------------------------------------------------------------------------------
+
+
+def header_bytes(request: web.Request, name: str) -> bytes:
+    """A header's value as the client sent it (b"" when absent): compared with a secret as
+    bytes, a value past ASCII is a mismatch rather than a ``UnicodeEncodeError``.
+    """
+    return request.headers.get(name, "").encode("utf-8", "surrogateescape")
+
+
+def token_header(request: web.Request, name: str) -> str | None:
+    """A header that holds a key or an id: printable ASCII (RFC 9110's visible characters and
+    spaces), None when absent, else BodyError 400 ``invalid_header`` naming it.
+    """
+    value = request.headers.get(name)
+    if value is not None and not (value.isascii() and value.isprintable()):
+        raise BodyError(400, "invalid_header", f"{name} must be printable ASCII")
+    return value

@@ -6,7 +6,6 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from contract import Classification, ComposerInputMessage, complete
 from gateway.attachments import AttachmentError
-from gateway.body import BodyError, read_body
+from gateway.body import BodyError, header_bytes, parse_json, read_body, token_header
 from gateway.channel import Channel
 from gateway.config import Settings
 from gateway.core import Gateway
@@ -68,6 +67,8 @@ def json_errors(request: web.Request, exc: Exception) -> web.Response | None:
         return None
     if isinstance(exc, ApiError):
         return exc.response()
+    if isinstance(exc, BodyError):  # a header or a body the shared checks refused
+        return web.json_response(error_body(exc.code, exc.message), status=exc.status)
     if not isinstance(exc, web.HTTPException) or exc.status < 400:
         return None
     code = exc.reason.lower().replace(" ", "_")
@@ -199,11 +200,8 @@ class WebhookChannel(Channel):
     def _authorize(self, request: web.Request) -> None:
         if self._token is None:
             return
-        header = request.headers.get("Authorization", "")
-        scheme, _, presented = header.partition(" ")
-        ok = scheme.lower() == "bearer" and hmac.compare_digest(
-            presented.strip().encode(), self._token
-        )
+        scheme, _, presented = header_bytes(request, "Authorization").partition(b" ")
+        ok = scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), self._token)
         if not ok:
             raise ApiError(401, "unauthorized", "missing or wrong Authorization: Bearer token")
 
@@ -218,15 +216,8 @@ class WebhookChannel(Channel):
         try:
             return model.model_validate_json(body)  # a good body: parsed and checked at once
         except ValidationError:
-            pass  # a bad one is read again below, so that the error says what it always said
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ApiError(
-                400, "malformed_json", f"request body is not valid JSON: {exc}"
-            ) from None
-        except RecursionError:
-            raise ApiError(400, "malformed_json", "request body is nested too deeply") from None
+            pass  # a bad one is read again below, so that the error says what was wrong
+        data = parse_json(body)
         if not isinstance(data, dict):
             raise ApiError(400, "invalid_request", "request body must be a JSON object")
         return _validate(model, data)
@@ -235,6 +226,7 @@ class WebhookChannel(Channel):
 
     async def post_message(self, request: web.Request) -> web.StreamResponse:
         self._authorize(request)
+        key = token_header(request, "Idempotency-Key")  # it goes to the store: ASCII only
         uploaded: tuple[Attachment, ...] | None = None
         fingerprint = ""
         if request.content_type == "multipart/form-data":
@@ -243,7 +235,6 @@ class WebhookChannel(Channel):
             body = await self._read_body(request)
             message = self._parse(body, MessageIn)
         streaming = "text/event-stream" in request.headers.get("Accept", "")
-        key = request.headers.get("Idempotency-Key")
         idempotency, entry = None, None
         if key:
             if uploaded is None:

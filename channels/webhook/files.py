@@ -32,6 +32,7 @@ from gateway.attachments import (
     media_type,
     read_capped,
 )
+from gateway.body import valid_text
 from gateway.config import Settings
 from gateway.inbound import Attachment
 
@@ -107,8 +108,14 @@ class WebhookFiles:
                 if len(files) == MAX_FILES:
                     raise RequestProblem(f"at most {MAX_FILES} files per message")
                 name = file_name(part.filename, f"file-{len(files) + 1}")
+                declared = part.headers.get(aiohttp.hdrs.CONTENT_TYPE)
+                # Header bytes outside UTF-8 arrive as lone surrogates: no store can keep them.
+                if not valid_text(name) or not valid_text(declared or ""):
+                    raise RequestProblem(
+                        f"file {len(files) + 1}: its name and Content-Type must be UTF-8 text"
+                    )
                 data = await read_capped(_chunks(part), name, budget)
-                kind = media_type(part.headers.get(aiohttp.hdrs.CONTENT_TYPE), name)
+                kind = media_type(declared, name)
                 files.append(Attachment(name, kind, data))
                 digest.update(b"F%d:%s:%s:" % (len(data), name.encode(), kind.encode()) + data)
                 continue
