@@ -31,7 +31,7 @@ from slack_bolt.response import BoltResponse
 
 from channels.webhook.wire import error_body
 from gateway.attachments import AttachmentError
-from gateway.body import BodyError, read_body
+from gateway.body import BodyError, header_bytes, parse_json, read_body
 from gateway.channel import Channel
 from gateway.inbound import Attachment, InboundMessage, ReplySink
 from gateway.openapi import document
@@ -248,6 +248,11 @@ class SlackChannel(Channel):
         if not self._signed(request, raw):
             return _error(401, "unauthorized", "invalid or expired Slack signature")
         command = self._plain_command(request, body)
+        if command is None:
+            try:
+                self._check_json(request, body)
+            except BodyError as exc:
+                return _error(exc.status, exc.code, exc.message)
         if command is not None and await self._authorized():
             # Journaled, then acknowledged at once: the command runs after the answer is sent.
             refused = await self._command(command)
@@ -289,8 +294,21 @@ class SlackChannel(Channel):
         mac = self._signing.copy()
         mac.update(b"v0:" + stamp.encode() + b":" + raw)
         # As bytes: compare_digest refuses a str with a character past ASCII (a 500, not a 401).
-        sent = signature.encode("utf-8", "surrogateescape")
+        sent = header_bytes(request, "X-Slack-Signature")
         return hmac.compare_digest(b"v0=" + mac.hexdigest().encode(), sent)
+
+    @staticmethod
+    def _check_json(request: web.Request, body: str) -> None:
+        """The JSON bolt is about to parse (an event, or an interactivity ``payload``) read by
+        the gateway's strict reading first: BodyError 400 naming a string that is not valid
+        Unicode (a lone ``\\ud800``), which bolt's parser would let through to the agent.
+        """
+        if request.content_type == "application/json":
+            parse_json(body.encode())
+        elif "payload=" in body:
+            payload = _form(body).get("payload")
+            if payload is not None:
+                parse_json(payload.encode())
 
     def _plain_command(self, request: web.Request, body: str) -> dict[str, str] | None:
         """A slash command's form, which bolt's dispatch would only hand to ``on_command``:

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from contract import Command, utf16_len
 from gateway.attachments import AttachmentError
-from gateway.body import BodyError, read_body
+from gateway.body import BodyError, header_bytes, parse_json, read_body
 from gateway.channel import Channel
 from gateway.config import Settings
 from gateway.core import Gateway
@@ -228,8 +228,7 @@ class TelegramChannel(Channel):
     # -- the webhook ----------------------------------------------------------------------
 
     async def _webhook(self, request: web.Request) -> web.Response:
-        presented = request.headers.get(SECRET_HEADER, "").encode()
-        if not hmac.compare_digest(presented, self._secret):
+        if not hmac.compare_digest(header_bytes(request, SECRET_HEADER), self._secret):
             return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
         if self._stopping or self.gateway.closing or self.intake.full:  # Telegram redelivers
             return _error(503, "busy, retry later", headers={"Retry-After": "1"})
@@ -240,8 +239,14 @@ class TelegramChannel(Channel):
         try:
             update = Update.model_validate_json(body, context={"bot": self.bot})
         except ValidationError as exc:
-            json_invalid = exc.errors()[0]["type"] == "json_invalid"
-            return _error(400, f"request body is {'not JSON' if json_invalid else 'not an update'}")
+            if exc.errors()[0]["type"] != "json_invalid":
+                return _error(400, "request body is not an update")
+            try:  # the shared reading says why: a lone surrogate's field, say
+                parse_json(body)
+            except BodyError as problem:
+                if problem.code == "invalid_text":
+                    return _error(400, problem.message)
+            return _error(400, "request body is not JSON")
         try:
             # The intake journals the text as it came (valid UTF-8: the parser checked).
             await self.intake.take(update, body.decode())
