@@ -34,7 +34,11 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
                     ),
                     {"Idempotent-Replayed": "`true` when this is the first answer again"},
                 ),
-                400: Response("Malformed JSON, not an object, or invalid fields", _ERROR),
+                400: Response(
+                    "Malformed JSON, not an object, invalid fields, text that is not valid "
+                    "Unicode (invalid_text), or an Idempotency-Key that is not printable ASCII",
+                    _ERROR,
+                ),
                 409: Response("The first request with this Idempotency-Key failed", _ERROR),
                 413: Response("Body over webhook_max_body bytes", _ERROR),
                 415: Response("A Content-Encoding other than gzip, deflate, identity", _ERROR),
@@ -52,8 +56,8 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
                 Param(
                     "Idempotency-Key",
                     "header",
-                    "A repeated request with the same key gets the first answer again "
-                    "(header `Idempotent-Replayed: true`) without running twice",
+                    "A repeated request with the same key (printable ASCII) gets the first "
+                    "answer again (header `Idempotent-Replayed: true`) without running twice",
                 ),
             ),
             bearer=bearer,
