@@ -224,7 +224,7 @@ def report(samples: list[Sample], progress: Progress, warmup: float) -> bool:
     after = [s for s in samples if s.minute > warmup]
     print(f"requests {progress.requests}, errors {progress.errors}")
     if len(after) < 2:
-        print(f"too short to judge: no two samples after the {warmup}-minute warm-up")
+        print(f"too short to judge: no two samples after the {warmup:.1f}-minute warm-up")
         return progress.errors == 0
     flat = True
     for name, values, unit, label in (
@@ -235,7 +235,7 @@ def report(samples: list[Sample], progress: Progress, warmup: float) -> bool:
         verdict = "flat" if change <= FLAT else "GROWS"
         flat = flat and change <= FLAT
         print(
-            f"{name} after minute {warmup:g}: {min(values) / unit:.1f}-{max(values) / unit:.1f} "
+            f"{name} after minute {warmup:.1f}: {min(values) / unit:.1f}-{max(values) / unit:.1f} "
             f"{label}, {100 * change:.1f}% apart: {verdict} (within {100 * FLAT:.0f}%)"
         )
     return flat and progress.errors == 0
