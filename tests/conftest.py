@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 
-# The runtimes are imported when a server is built, before its port opens; the ACP SDK's first
-# import builds pydantic schemas for about a second. Paid here, at collection, so that a test
-# building a server on its loop is not taken for a blocked loop by the watchdog.
+# The runtimes and channels are imported when a server is built, before its port opens; the
+# first imports of the ACP SDK and aiogram build pydantic models for about a second each. Paid
+# here, at collection, so that a test building a server on its loop is not taken for a blocked
+# loop by the watchdog.
+import channels.slack
+import channels.telegram
+import channels.webchat  # noqa: F401
 import gateway.runtimes.acp
 import gateway.runtimes.electric
 import gateway.runtimes.pi  # noqa: F401
