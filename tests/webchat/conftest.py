@@ -74,8 +74,8 @@ async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
         page.on("request", lambda request: seen.requests.append(request.url))
         page.on("pageerror", lambda error: seen.errors.append(str(error)))
         await page.goto(url + "/chat")
-        # Keys typed before the page has focused its composer (or its token form) are lost:
-        # a user sees the caret first.
+        # The page focuses its composer (or its token form) once its script listens: keys
+        # typed before are lost, and a user sees the caret first.
         await page.wait_for_function("document.activeElement !== document.body")
         opened.append(seen)
         return seen

@@ -779,6 +779,9 @@
   });
 
   for (const entry of history()) Turn.restore(entry);
+  // Focused here, not by autofocus: that can focus the composer before this script has run,
+  // and what was typed then got no completion and no notice.
+  input.focus();
 
   // Learn early whether the server wants a token (the request also opens the session).
   getJSON("/v1/commands?" + new URLSearchParams({ conversation })).catch(() => {});
