@@ -94,7 +94,8 @@ async def serving(settings: dict[str, str], wait: float) -> AsyncIterator[Served
     variables) and debug logging; killed on exit if the test has not ended it.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
-    env.update({"SLASHGATE_LOG_LEVEL": "DEBUG", **settings})
+    # No state file in the working directory: tests running at once would share it.
+    env.update({"SLASHGATE_LOG_LEVEL": "DEBUG", "SLASHGATE_STORE": "memory", **settings})
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -67,7 +67,13 @@ class RedisServer:
 @asynccontextmanager
 async def redis_server(folder: Path) -> AsyncIterator[RedisServer]:
     server = RedisServer(free_port(), folder)
-    await server.start()
+    try:
+        await server.start()
+    except RuntimeError:
+        # The free port was taken before redis bound it (tests run at once): another one.
+        await server.stop()
+        server = RedisServer(free_port(), folder)
+        await server.start()
     try:
         yield server
     finally:
