@@ -123,6 +123,8 @@ async def _loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
 @pytest.fixture(autouse=True)
 def loop_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
     """Arms the watchdog for coroutine tests only: a sync test runs no loop to watch."""
-    if LIMIT_S > 0 and inspect.iscoroutinefunction(request.function):
+    # A hypothesis test's function is its sync wrapper: the coroutine is its inner test.
+    test = getattr(getattr(request.function, "hypothesis", None), "inner_test", request.function)
+    if LIMIT_S > 0 and inspect.iscoroutinefunction(test):
         request.getfixturevalue("_loop_watchdog")
     yield
