@@ -6,17 +6,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .mrkdwn import shorten
+
 if TYPE_CHECKING:
     from .sink import Target
 
 QUEUED_REACTION = "eyes"
+# UTF-16 units of the command shown in the invocation line: a command as long as Slack allows
+# would take the whole first message and leave its reply no room.
+COMMAND_SHOWN = 200
 
 
 def invocation_line(target: Target) -> str | None:
-    """``<@U1> ran `/deploy prod```: the first line of a slash command's reply."""
+    """``<@U1> ran `/deploy prod```: the first line of a slash command's reply; a longer
+    command than ``COMMAND_SHOWN`` is cut, ending with ``…``.
+    """
     if target.invocation is None:
         return None
-    command = target.invocation.replace("`", "'")
+    command = shorten(target.invocation.replace("`", "'"), COMMAND_SHOWN)
     return f"<@{target.user}> ran `{command}`"
 
 

@@ -11,7 +11,7 @@ import re
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from contract import utf16_len, utf16_prefix
+from contract import utf16_prefix
 
 # chat.postMessage: Slack advises keeping ``text`` under 4,000 characters (it truncates
 # at 40,000); counted in UTF-16 units, as Slack's JavaScript clients count them.
@@ -138,28 +138,45 @@ def _link(url: str, label: str) -> str:
     return f"<{target}|{label}>"
 
 
-def _split_point(text: str, limit: int) -> tuple[int, int]:
-    """(end of this chunk, start of the next): at a paragraph, line or word if possible."""
-    end = utf16_prefix(text, limit)
-    floor = end // 2  # never cut a chunk to less than half its room
+MIN_LIMIT = 16
+"""The smallest limit ``chunks`` cuts to: a chunk inside a code block spends 8 units on the
+fences that close and reopen it, and must still carry some of the text."""
+
+
+def _split_point(text: str, room: int) -> tuple[int, int]:
+    """(end of this chunk, start of the next): at a paragraph, line or word if possible; never
+    inside a link or an entity that fits in half the room.
+    """
+    end = utf16_prefix(text, room)
+    # Never cut a chunk to less than half its room, nor to no more than a reopened fence:
+    # each cut then takes more of the text than a reopened fence adds back.
+    floor = max(end // 2, len(FENCE) + 2)
+    # A cut inside ``<url|label>`` breaks the link in both chunks: cut before it instead.
+    opening = text.rfind("<", floor, end)
+    if opening > 0 and text.rfind(">", opening, end) < 0:
+        end = opening
     for separator in ("\n\n", "\n", " "):
         at = text.rfind(separator, floor, end)
         if at > 0:
             return at, at + len(separator)
     # A hard cut must not split an entity such as ``&amp;``.
-    amp = text.rfind("&", max(0, end - 5), end)
+    amp = text.rfind("&", max(floor, end - 5), end)
     if amp > 0 and ";" not in text[amp:end]:
         end = amp
     return end, end
 
 
 def chunks(text: str, limit: int = TEXT_LIMIT) -> list[str]:
-    """Cut rendered mrkdwn into messages of at most ``limit`` units; code fences are closed at
-    the end of a chunk and reopened at the start of the next one.
+    """Cut rendered mrkdwn into messages of at most ``limit`` UTF-16 units; code fences are
+    closed at the end of a chunk and reopened at the start of the next one. A limit below
+    ``MIN_LIMIT`` leaves no room to cut to and raises ValueError: a caller reserves room
+    (the invocation line is kept short for that), it never asks for less.
     """
+    if limit < MIN_LIMIT:
+        raise ValueError(f"a chunk limit of {limit} is below the minimum of {MIN_LIMIT}")
     out: list[str] = []
     rest = text
-    while utf16_len(rest) > limit:
+    while utf16_prefix(rest, limit) < len(rest):
         end, start = _split_point(rest, limit - len(FENCE) - 1)
         head, rest = rest[:end], rest[start:]
         if head.count(FENCE) % 2:
@@ -168,3 +185,15 @@ def chunks(text: str, limit: int = TEXT_LIMIT) -> list[str]:
     if rest or not out:
         out.append(rest)
     return out
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` UTF-16 units, else its first chunk and `` …`` in that
+    room. Raises ValueError for a limit below ``MIN_LIMIT + 2``, as ``chunks`` does.
+    """
+    if limit - 2 < MIN_LIMIT:
+        raise ValueError(f"a limit of {limit} leaves no room to shorten text to")
+    if utf16_prefix(text, limit) == len(text):
+        return text
+    # The first chunk is cut within its room: a prefix of ``limit`` characters decides it.
+    return chunks(text[:limit], limit - 2)[0] + " …"

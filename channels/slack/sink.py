@@ -22,7 +22,7 @@ from gateway.inbound import Reply, ReplySink
 
 from .activity import ActivityPost
 from .manners import QUEUED_REACTION, invocation_line
-from .mrkdwn import TEXT_LIMIT, chunks, escape, to_mrkdwn
+from .mrkdwn import TEXT_LIMIT, chunks, escape, shorten, to_mrkdwn
 from .web import FAILURES, error_code, respond
 
 log = logging.getLogger("slashgate.slack")
@@ -70,11 +70,7 @@ class Target:
 
 def permission_title(event: PermissionRequired) -> str:
     """The request's title, escaped and cut so that ``:lock: *title*`` fits a section."""
-    title = escape(event.title)
-    room = SECTION_LIMIT - utf16_len(":lock: **")
-    if utf16_len(title) > room:
-        title = chunks(title, room - 2)[0] + " …"
-    return title
+    return shorten(escape(event.title), SECTION_LIMIT - utf16_len(":lock: **"))
 
 
 def permission_blocks(event: PermissionRequired, target: Target) -> list[dict[str, Any]]:
@@ -328,9 +324,7 @@ class SlackSink(ReplySink):
         """chat.update fallback: one message showing the reply so far, cut to one chunk."""
         markdown = "".join(self._parts)
         rendered = to_mrkdwn(markdown)
-        limit = TEXT_LIMIT - self._room(self._message_ts)
-        if utf16_len(rendered) > limit:
-            rendered = chunks(rendered, limit - 2)[0] + " …"
+        rendered = shorten(rendered, TEXT_LIMIT - self._room(self._message_ts))
         if self._message_ts is None:
             self._message_ts = await self.post(rendered, preview=True)
             if self._message_ts is None:  # no message to update: the final reply says it all
