@@ -31,6 +31,7 @@ SHOWN_TOOLS = 5
 MAX_REASONING = 4000
 SHOWN_PLAN = 20
 TITLE = 80  # characters of a tool title or plan entry shown
+PLAN_TEXT = 1000  # characters of a plan given as Markdown shown
 OUTPUT = 60  # characters of a tool's output shown (its first line)
 
 ToolState = Literal["pending", "running", "completed", "failed"]
@@ -61,6 +62,9 @@ class Tool:
 
 
 def cut(text: str, limit: int) -> str:
+    """``text`` on one line, in at most ``limit`` characters (``…`` ending a cut one)."""
+    if limit < 1:
+        raise ValueError(f"no room for text in a limit of {limit}")
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -71,7 +75,10 @@ def plan_line(entry: PlanEntry) -> str:
 
 def plan_lines(plan: PlanUpdated) -> list[str]:
     """The plan as checklist lines (at most ``SHOWN_PLAN`` entries), or its Markdown text."""
-    lines = [plan_line(e) for e in plan.entries[:SHOWN_PLAN]] or [plan.text or ""]
+    text = plan.text or ""
+    if len(text) > PLAN_TEXT:
+        text = text[: PLAN_TEXT - 1] + "…"
+    lines = [plan_line(e) for e in plan.entries[:SHOWN_PLAN]] or [text]
     if len(plan.entries) > SHOWN_PLAN:
         lines.append(f"… {len(plan.entries) - SHOWN_PLAN} more")
     return lines

@@ -51,7 +51,11 @@ def _utf16_lengths(pieces: Sequence[str]) -> Iterator[int]:
 
 
 def utf16_prefix(text: str, units: int) -> int:
-    """How many code points of ``text`` fit in ``units`` UTF-16 code units (never half a pair)."""
+    """How many code points of ``text`` fit in ``units`` UTF-16 code units (never half a pair);
+    none fit in no units or fewer.
+    """
+    if units <= 0:
+        return 0
     if text.isascii() or utf16_len(text[:units]) <= units:
         return min(units, len(text))
     used = 0

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
 
-from .mrkdwn import escape
+from .mrkdwn import SECTION_LIMIT, escape, shorten
 
 if TYPE_CHECKING:
     from .sink import SlackSink
@@ -25,7 +25,10 @@ REASONING_SHOWN = 300  # characters: Slack cannot fold a block, so the thoughts 
 
 
 def _context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+    return {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": shorten(text, SECTION_LIMIT)}],
+    }
 
 
 def activity_blocks(activity: Activity) -> tuple[str, list[dict[str, Any]]] | None:
@@ -46,7 +49,9 @@ def activity_blocks(activity: Activity) -> tuple[str, list[dict[str, Any]]] | No
     if plan is not None:
         lines = plan_lines(plan)
         body = "\n".join(escape(line) for line in lines)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*Plan*\n{body}"}})
+        # Escaping makes a line up to five times longer: 20 entries may pass a section's limit.
+        section = shorten(f"*Plan*\n{body}", SECTION_LIMIT)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": section}})
         text.append("Plan")
     if activity.reasoning:
         thought = " ".join(activity.reasoning.split())

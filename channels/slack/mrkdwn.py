@@ -16,6 +16,8 @@ from contract import utf16_prefix
 # chat.postMessage: Slack advises keeping ``text`` under 4,000 characters (it truncates
 # at 40,000); counted in UTF-16 units, as Slack's JavaScript clients count them.
 TEXT_LIMIT = 4000
+# Block Kit: a section's or a context element's text; past it Slack answers invalid_blocks.
+SECTION_LIMIT = 3000
 FENCE = "```"
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])

@@ -22,13 +22,12 @@ from gateway.inbound import Reply, ReplySink
 
 from .activity import ActivityPost
 from .manners import QUEUED_REACTION, invocation_line
-from .mrkdwn import TEXT_LIMIT, chunks, escape, shorten, to_mrkdwn
+from .mrkdwn import SECTION_LIMIT, TEXT_LIMIT, chunks, escape, shorten, to_mrkdwn
 from .web import FAILURES, error_code, respond
 
 log = logging.getLogger("slashgate.slack")
 
 STREAM_LIMIT = 12_000  # chat.startStream / appendStream: markdown_text per call
-SECTION_LIMIT = 3000  # Block Kit: a section's text; past it Slack answers invalid_blocks
 PERMISSION_ACTION = "slashgate_permission"
 WARNING = ":warning: "
 # Errors after which the bot cannot post in a channel: fall back to the command's response_url.

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
+from contract import utf16_len, utf16_prefix
 
 from .delivery import Target, edit_chunk, persistently, send_chunk
-from .render import Chunk, escape
+from .render import LIMIT, Chunk, escape
 
 if TYPE_CHECKING:
     from .channel import TelegramChannel
@@ -55,7 +56,11 @@ def activity_chunk(activity: Activity) -> Chunk | None:
         add(f"<blockquote expandable>💭 {escape(thought)}</blockquote>", f"💭 {thought}")
     if not html:
         return None
-    return Chunk("\n".join(html), "\n".join(plain))
+    text = "\n".join(plain)
+    if utf16_len(text) > LIMIT:  # astral characters count twice: the text alone, cut
+        text = text[: utf16_prefix(text, LIMIT - 1)] + "…"
+        return Chunk(escape(text), text)
+    return Chunk("\n".join(html), text)
 
 
 class ActivityMessage(LiveActivity):

@@ -27,6 +27,8 @@ from contract import utf16_len, utf16_prefix
 LIMIT = 4096
 """Telegram's limit on a message's text after entity parsing (counted here in UTF-16 code
 units, which is never less than Telegram's own count)."""
+MIN_LIMIT = 2
+"""The smallest limit ``render`` cuts to: one character, which may take two UTF-16 units."""
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
@@ -57,7 +59,11 @@ _Op = str | _Tag | None
 
 
 def render(markdown: str, limit: int = LIMIT) -> list[Chunk]:
-    """The chunks to send for ``markdown``, in order; at least one for non-blank input."""
+    """The chunks to send for ``markdown``, in order; at least one for non-blank input.
+    Raises ValueError for a limit below ``MIN_LIMIT``, which no chunk can fit.
+    """
+    if limit < MIN_LIMIT:
+        raise ValueError(f"a chunk limit of {limit} is below the minimum of {MIN_LIMIT}")
     if _plain(markdown, limit):  # most short replies: no parser needed
         return [Chunk(markdown, markdown)]
     return _parsed(markdown, limit)
@@ -339,12 +345,11 @@ class _Packer:
     def _split_text(self, text: str) -> None:
         while text:
             room = self.limit - self._size
-            if utf16_len(text) <= room:
+            if utf16_prefix(text, room) == len(text):  # measures no more than the room
                 self._text(text)
                 return
+            # An empty chunk has room for a character (MIN_LIMIT): every pass takes some.
             head, text = _cut(text, room)
-            if not head and self._size == 0:
-                raise AssertionError("an empty chunk has room for one character")
             self._text(head)
             self._flush()
 
