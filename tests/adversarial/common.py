@@ -41,17 +41,27 @@ def fill_bytes(flavor: str, size: int) -> str:
 
 
 class Health:
-    """Latencies of the /healthz answers seen while it watched."""
+    """Latencies of the /healthz answers seen while it watched.
+
+    A latency is the smaller of the answer's wall time and the CPU time this process spent
+    meanwhile: a loop blocked by the input spends both, while a process the shared machine
+    did not schedule (CI's parallel workers) spends wall time only, and the offload threads
+    working on the input beside a free loop spend CPU time only.
+    """
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
+        self.walls: list[float] = []
         self.failures: list[str] = []
 
     def check(self) -> None:
         assert self.latencies, "/healthz was never answered"
         assert not self.failures, self.failures[:3]
         worst = max(self.latencies)
-        assert worst <= HEALTH_LIMIT, f"/healthz took {worst * 1000:.0f} ms"
+        wall = self.walls[self.latencies.index(worst)]
+        assert worst <= HEALTH_LIMIT, (
+            f"/healthz took {worst * 1000:.0f} ms of this process's time ({wall * 1000:.0f} ms)"
+        )
 
 
 @asynccontextmanager
@@ -63,7 +73,7 @@ async def healthz_watch(url: str) -> AsyncIterator[Health]:
 
     async def watch(http: aiohttp.ClientSession) -> None:
         while True:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             try:
                 async with http.get(f"{url}/healthz") as resp:
                     await resp.read()
@@ -71,7 +81,9 @@ async def healthz_watch(url: str) -> AsyncIterator[Health]:
                         health.failures.append(f"status {resp.status}")
             except aiohttp.ClientError as exc:
                 health.failures.append(repr(exc))
-            health.latencies.append(time.perf_counter() - start)
+            wall = time.perf_counter() - start
+            health.walls.append(wall)
+            health.latencies.append(min(wall, time.process_time() - cpu))
             await asyncio.sleep(0.01)  # a sampling interval: nothing is waited for
 
     async with aiohttp.ClientSession() as http:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contract import SlashContract
 from gateway.config import Settings
-from gateway.conversation import SHARED_CONTRACTS
+from gateway.conversation import SHARED_CONTRACTS, _shared_contract
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
@@ -30,6 +30,10 @@ async def test_conversations_with_commands_of_their_own_share_a_bounded_set_of_c
         state_path=tmp_path / "state.sqlite3", max_sessions=CONVERSATIONS, log_level="WARNING"
     )
     gateway = Gateway(settings, build_runtime(settings))
+    # Earlier tests in this process may leave contracts alive, in the shared cache or of
+    # their own: the cache starts empty, and what else lives is counted before.
+    _shared_contract.cache_clear()
+    before = contracts_alive()
     await gateway.start()
     try:
         for n in range(CONVERSATIONS):
@@ -37,7 +41,8 @@ async def test_conversations_with_commands_of_their_own_share_a_bounded_set_of_c
             await gateway.handle(InboundMessage("webhook", key, "u", f"/remember hi hello {n}"))
             reply = (await gateway.handle(InboundMessage("webhook", key, "u", "/hi"))).reply
             assert reply is not None and reply.text == f"hello {n}"
-        assert contracts_alive() <= SHARED_CONTRACTS + 2  # the base and the host contract
+        # The shared cache's and this gateway's base and host contracts, nothing more.
+        assert contracts_alive() - before <= SHARED_CONTRACTS + 2
         # A conversation whose contract left the cache still classifies its own commands.
         reply = (await gateway.handle(InboundMessage("webhook", "c0", "u", "/hi"))).reply
         assert reply is not None and reply.text == "hello 0"
