@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,25 +20,12 @@ from tests.telegram.helpers import (
     Start,
     entities,
     message_update,
-    starter,
 )
 from tests.telegram.test_attachments import PHOTO_SIZES, file_update, photo
 
 from .common import BOUND, FLAVORS, fill, healthz_watch, raw_request
 
 TEXT_LIMIT, CAPTION_LIMIT = 4096, 1024  # what a Telegram client lets a user send
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI() as api:
-        yield api
-
-
-@pytest.fixture
-def telegram(gateway_server: Any, fake: FakeBotAPI) -> Start:
-    """The gateway with Telegram in webhook mode, as tests/telegram starts it."""
-    return starter(gateway_server, fake)
 
 
 def squeeze(text: str) -> str:

@@ -1,23 +1,3 @@
 """Fixtures for the Telegram channel: the fake Bot API and the gateway pointed at it."""
 
-from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from typing import Any
-
-import pytest
-
-from .fake_bot_api import FakeBotAPI
-from .helpers import Start, starter
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI() as api:
-        yield api
-
-
-@pytest.fixture
-def telegram(gateway_server: Any, fake: FakeBotAPI) -> Start:
-    """``async with telegram(runtime=None, **settings) as served:`` the gateway with Telegram."""
-    return starter(gateway_server, fake)
+from .fixtures import fake, telegram  # noqa: F401
