@@ -192,7 +192,10 @@ class Conversation:
         if update.commands is not None:
             commands, self.aliases = hygienic(update.commands, RESERVED)
             update = replace(update, commands=commands)
-        if self.info.apply(update):
+        had_modes = bool(self.info.modes)
+        changed = self.info.apply(update)
+        # Modes coming or going change the list too: /mode is offered only while there are.
+        if changed or (self.info.commands is not None and bool(self.info.modes) != had_modes):
             self._contract = None
             self._on_inventory(self.key, self.info.commands or ())
         elif update.modes is not None:

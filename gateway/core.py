@@ -91,6 +91,8 @@ class Gateway:
         self._listeners: list[InventoryListener] = []
         self._conversation_listeners: list[ConversationListener] = []
         self.inventory: tuple[Command, ...] | None = None  # latest runtime inventory seen
+        # The menu's host commands: /mode joins once a session shows the agent has modes.
+        self._menu_info = SessionInfo()
         self._background = BackgroundTasks()
         self._replicas: tuple[asyncio.Task[None], ...] = ()  # replica watch and cancel listener
         self.closing = False
@@ -258,7 +260,7 @@ class Gateway:
         """The effective inventory for menus; None until the runtime has reported one."""
         if self.inventory is None:
             return None
-        return self.host_commands() + self.inventory
+        return self.host_commands(self._menu_info) + self.inventory
 
     async def commands(
         self, channel: str | None = None, conversation: str | None = None
@@ -284,10 +286,19 @@ class Gateway:
         """A conversation's list seeds the global menu only while the runtime has given none:
         a conversation's own (dynamic) commands are its own, never everybody's menu.
         """
+        conv = self._conversations.get(key)
+        info = conv.info if conv else None
+        modes = info.modes if info is not None else ()
+        modes_found = bool(modes) and not self._menu_info.modes
+        if modes_found:
+            # Else every chat of an agent with modes would differ from the menu by /mode
+            # and cost a menu of its own (Telegram: one setMyCommands per chat).
+            self._menu_info = SessionInfo(modes=modes)
         if self.inventory is None and commands:
             self._inventory_changed(commands)
-        conv = self._conversations.get(key)
-        menu = self.host_commands(conv.info if conv else None) + commands
+        elif modes_found and self.inventory is not None:
+            self._notify(self._listeners, self.menu())
+        menu = self.host_commands(info) + commands
         self._notify(self._conversation_listeners, key, menu)
 
     def _notify(self, listeners: list[Any], *args: Any) -> None:
@@ -300,7 +311,7 @@ class Gateway:
         if commands == self.inventory:
             return
         self.inventory = commands
-        self._notify(self._listeners, self.host_commands() + commands)
+        self._notify(self._listeners, self.menu())
 
     # -- conversations --------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract import Command
-from gateway.events import SessionUpdated
+from gateway.events import Mode, SessionUpdated
 from gateway.runtimes.base import RuntimeSession, UpdateListener
 
 from .fake_bot_api import Call, FakeBotAPI
@@ -72,3 +72,31 @@ async def test_a_chat_back_to_the_default_commands_shows_the_default_menu(
         await fake.wait(lambda: PRIVATE not in fake.chat_commands)  # deleteMyCommands
         assert len(scoped(fake, "setMyCommands", PRIVATE)) == 1
         assert len(scoped(fake, "deleteMyCommands", PRIVATE)) == 1
+
+
+class Moded(Scripted):
+    """An agent with modes (as claude-agent-acp): each session reports them with its list."""
+
+    async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
+        session = await super().open(key, updates)
+        updates(SessionUpdated(commands=self.commands, modes=(Mode(id="plan", name="Plan"),)))
+        return session
+
+
+async def test_chats_of_an_agent_with_modes_share_the_default_menu(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram(Moded(GO)) as served:
+        served.channel.menu_debounce = 0.0
+        for chat in (PRIVATE, PRIVATE + 1, PRIVATE + 2):
+            await served.deliver(message_update(chat, "/help"))
+        # The default menu offers /mode once a session shows the agent has modes, so that
+        # the chats, whose lists all hold /mode, need no menu of their own.
+        await fake.wait(lambda: "mode" in (names(fake) or ()))
+        await served.deliver(message_update(PRIVATE + 3, "/help"))
+        assert [
+            c
+            for c in fake.calls_to("setMyCommands")
+            if "scope" in c.params and c.params["scope"].get("type") == "chat"
+        ] == []
+        assert fake.chat_commands == {}
