@@ -170,6 +170,10 @@ class ScriptedTurn:
         for event in events:
             self.events.put_nowait(event)
 
+    def answer(self, request_id: str) -> asyncio.Future[str | None]:
+        """The option chosen for ``request_id``, once the runtime is asked (maybe not yet)."""
+        return self.answers.setdefault(request_id, asyncio.get_running_loop().create_future())
+
 
 class ScriptedSession(RuntimeSession):
     def __init__(self, runtime: Scripted) -> None:
@@ -191,9 +195,7 @@ class ScriptedSession(RuntimeSession):
     async def answer_permission(self, request_id: str, option_id: str | None) -> bool:
         if self.current is None:
             return False
-        future = self.current.answers.setdefault(
-            request_id, asyncio.get_running_loop().create_future()
-        )
+        future = self.current.answer(request_id)
         if future.done():
             return False
         future.set_result(option_id)

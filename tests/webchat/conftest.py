@@ -8,12 +8,13 @@ the errors it raised; a test fails if the page fetched anything but the gateway 
 from __future__ import annotations
 
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, Route, async_playwright, expect
 
 CHROMIUM = next(
     (p for p in ("/usr/bin/chromium", shutil.which("chromium")) if p and Path(p).exists()), None
@@ -63,12 +64,21 @@ async def browser() -> AsyncIterator[Browser]:
 
 @pytest.fixture
 async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
-    """``await open_page(url, width=1000)``: a fresh browser profile on the web chat."""
+    """``await open_page(url, width=1000)``: a fresh browser profile on the web chat.
+    ``routes`` (URL pattern: handler) are in place before the page loads.
+    """
     opened: list[Opened] = []
 
-    async def open_(url: str, width: int = 1000, height: int = 760) -> Opened:
+    async def open_(
+        url: str,
+        width: int = 1000,
+        height: int = 760,
+        routes: Mapping[str, Callable[[Route], Any]] | None = None,
+    ) -> Opened:
         context = await browser.new_context(viewport={"width": width, "height": height})
         context.set_default_timeout(WAIT)
+        for pattern, handler in (routes or {}).items():
+            await context.route(pattern, handler)
         page = await context.new_page()
         seen = Opened(page)
         page.on("request", lambda request: seen.requests.append(request.url))

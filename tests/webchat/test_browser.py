@@ -230,7 +230,7 @@ async def test_tool_status_and_permission_cards_answered_by_click(
         await page.screenshot(path=screenshots / "permission.png")
 
         await card.get_by_role("button", name="Allow once").click()
-        assert await asyncio.wait_for(turn.answers["req-1"], 10) == "allow"
+        assert await asyncio.wait_for(turn.answer("req-1"), 10) == "allow"
         await expect(card.locator(".answer")).to_have_text("→ Allow once")
         await expect(card.get_by_role("button")).to_have_count(0)
 
@@ -362,12 +362,12 @@ async def test_event_types_the_page_does_not_know_are_shown_not_dropped(
         ),
     ]
     stream = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+    async def fulfil(route: Route) -> None:
+        await route.fulfill(body=stream, content_type="text/event-stream")
+
     async with gateway_server(Deployer().runtime()) as server:
-        page = (await open_page(server.url)).page
-        await page.route(
-            "**/v1/messages",
-            lambda route: route.fulfill(body=stream, content_type="text/event-stream"),
-        )
+        page = (await open_page(server.url, routes={"**/v1/messages": fulfil})).page
         await page.keyboard.type("plan it")
         await page.keyboard.press("Enter")
         agent = await reply_done(page)
@@ -386,15 +386,14 @@ async def test_escape_before_the_menu_opens_keeps_it_closed_and_enter_sends(
 ) -> None:
     # The completion answer is held until Escape was pressed: a menu that opened after the
     # Escape would take the Enter (accept "/echo ") and nothing would be sent.
+    escaped = asyncio.Event()
+
+    async def hold(route: Route) -> None:
+        await escaped.wait()
+        await route.continue_()
+
     async with gateway_server(Deployer().runtime()) as server:
-        page = (await open_page(server.url)).page
-        escaped = asyncio.Event()
-
-        async def hold(route: Route) -> None:
-            await escaped.wait()
-            await route.continue_()
-
-        await page.route("**/v1/complete?*", hold)
+        page = (await open_page(server.url, routes={"**/v1/complete?*": hold})).page
         async with page.expect_response(lambda r: "/v1/complete" in r.url) as answered:
             await page.locator("#input").fill("/echo")
             await page.keyboard.press("Escape")
@@ -416,7 +415,6 @@ class HeldCompletions:
     to the gateway, by its text, in whatever order the test chooses.
     """
 
-    page: Page
     routes: dict[str, asyncio.Future[Route]] = field(default_factory=dict)
 
     def _held(self, text: str) -> asyncio.Future[Route]:
@@ -425,10 +423,17 @@ class HeldCompletions:
     async def hold(self, route: Route) -> None:
         self._held(completion_text(route.request.url)).set_result(route)
 
-    async def answer(self, text: str) -> None:
+    async def answer(self, page: Page, text: str) -> None:
         """The answer for ``text``, once the page has it."""
-        route = await asyncio.wait_for(self._held(text), WAIT / 1000)
-        async with self.page.expect_request_finished(
+        try:
+            route = await asyncio.wait_for(asyncio.shield(self._held(text)), WAIT / 1000)
+        except TimeoutError:
+            composer = await page.locator("#input").input_value()
+            raise AssertionError(
+                f"no request for {text!r} (held: {[t for t, r in self.routes.items() if r.done()]},"
+                f" composer: {composer!r})"
+            ) from None
+        async with page.expect_request_finished(
             lambda r: "/v1/complete" in r.url and completion_text(r.url) == text
         ) as finished:
             await route.continue_()
@@ -442,24 +447,23 @@ async def test_completion_answers_in_any_order_leave_only_the_current_texts_menu
     come back in any order: a menu the text has outgrown closes at once, a late answer for
     older text never shows, and Enter sends while answers are still on their way.
     """
+    held = HeldCompletions()
     async with gateway_server(Deployer().runtime()) as server:
-        page = (await open_page(server.url)).page
+        page = (await open_page(server.url, routes={"**/v1/complete?*": held.hold})).page
         failed: list[str] = []
         page.on("requestfailed", lambda request: failed.append(request.url))
-        held = HeldCompletions(page)
-        await page.route("**/v1/complete?*", held.hold)
         menu = page.locator("#menu")
         names = menu.locator("[role=option] .name")
 
         await page.keyboard.type("/")
-        await held.answer("/")
+        await held.answer(page, "/")
         await expect(menu.get_by_text("/deploy", exact=True)).to_be_visible()
 
         await page.keyboard.type("se")  # "/s" and "/se" asked; neither answered yet
         await expect(menu).to_be_hidden()
-        await held.answer("/se")  # the newest first
+        await held.answer(page, "/se")  # the newest first
         await expect(names).to_have_text(["/settings"])
-        await held.answer("/s")  # then the older one, for text the composer no longer has
+        await held.answer(page, "/s")  # then the older one, for text the composer no longer has
         await expect(names).to_have_text(["/settings"])
 
         await page.keyboard.type("nd")  # "/sen" and "/send" asked, held
@@ -468,7 +472,7 @@ async def test_completion_answers_in_any_order_leave_only_the_current_texts_menu
         await expect(page.locator(".user")).to_have_text(["/send"])
         await expect(page.locator("#input")).to_have_value("")
         await reply_done(page)
-        await held.answer("/send")
-        await held.answer("/sen")
+        await held.answer(page, "/send")
+        await held.answer(page, "/sen")
         await expect(menu).to_be_hidden()
         assert failed == []  # every request came back: none was aborted
