@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
+
 from contract import SlashContract
 from gateway.config import Settings
 from gateway.conversation import SHARED_CONTRACTS, _shared_contract
@@ -23,6 +25,7 @@ def contracts_alive() -> int:
     return sum(isinstance(o, SlashContract) for o in gc.get_objects())
 
 
+@pytest.mark.blocks_loop(30, reason="counts every object of the test process, on its loop")
 async def test_conversations_with_commands_of_their_own_share_a_bounded_set_of_contracts(
     tmp_path: Path,
 ):
