@@ -223,3 +223,9 @@ class Scripted(Runtime):
 
     async def next_turn(self) -> ScriptedTurn:
         return await asyncio.wait_for(self.turns.get(), WAIT)
+
+
+def published(fake: FakeBotAPI, chat: int | None = None) -> list[str] | None:
+    """Menu names published to the default scope, or to one chat's scope."""
+    commands = fake.commands if chat is None else fake.chat_commands.get(chat)
+    return None if commands is None else [c["command"] for c in commands]

@@ -13,7 +13,7 @@ from contract import Command
 from gateway.events import MessageDelta, MessageEnd
 
 from .fake_bot_api import FakeBotAPI
-from .helpers import PRIVATE, SECRET, Scripted, Start, message_update
+from .helpers import PRIVATE, SECRET, Scripted, Start, message_update, published
 
 HOST = ["help", "new", "cancel", "status"]
 INVENTORY = (
@@ -21,12 +21,6 @@ INVENTORY = (
     Command(name="skill:triage", description="Triage an issue"),
     Command(name="memory show", description="Show memory"),
 )
-
-
-def published(fake: FakeBotAPI, chat: int | None = None) -> list[str] | None:
-    """Menu names published to the default scope, or to one chat's scope."""
-    commands = fake.commands if chat is None else fake.chat_commands.get(chat)
-    return None if commands is None else [c["command"] for c in commands]
 
 
 async def test_the_menu_is_published_at_start_with_telegram_names(

@@ -12,7 +12,7 @@ from gateway.events import Mode, SessionUpdated
 from gateway.runtimes.base import RuntimeSession, UpdateListener
 
 from .fake_bot_api import Call, FakeBotAPI
-from .helpers import PRIVATE, Scripted, Start, message_update
+from .helpers import PRIVATE, Scripted, Start, message_update, published
 
 HOST = ["help", "new", "cancel", "status"]
 GO = Command(name="go", description="Go")
@@ -40,11 +40,6 @@ def scoped(fake: FakeBotAPI, method: str, chat: int) -> list[Call]:
     return [call for call in fake.calls_to(method) if call.params.get("scope") == scope]
 
 
-def names(fake: FakeBotAPI, chat: int | None = None) -> list[str] | None:
-    commands = fake.commands if chat is None else fake.chat_commands.get(chat)
-    return None if commands is None else [c["command"] for c in commands]
-
-
 async def test_a_new_chat_with_the_default_commands_costs_no_call_of_its_own(
     telegram: Start, fake: FakeBotAPI
 ) -> None:
@@ -56,9 +51,9 @@ async def test_a_new_chat_with_the_default_commands_costs_no_call_of_its_own(
         # for it also shows that the chat's earlier lists were settled: no call for them.)
         [key] = runtime.keys
         runtime.updates[key](SessionUpdated(commands=(GO, EXTRA)))
-        await fake.wait(lambda: names(fake, PRIVATE) == [*HOST, "go", "extra"])
+        await fake.wait(lambda: published(fake, PRIVATE) == [*HOST, "go", "extra"])
         assert len(scoped(fake, "setMyCommands", PRIVATE)) == 1
-        assert names(fake) == [*HOST, "go"]
+        assert published(fake) == [*HOST, "go"]
 
 
 async def test_a_chat_back_to_the_default_commands_shows_the_default_menu(
@@ -67,7 +62,7 @@ async def test_a_chat_back_to_the_default_commands_shows_the_default_menu(
     async with telegram() as served:  # the demo runtime: /remember adds a command
         served.channel.menu_debounce = 0.0
         await served.deliver(message_update(PRIVATE, "/remember alpha first"))
-        await fake.wait(lambda: "alpha" in (names(fake, PRIVATE) or ()))
+        await fake.wait(lambda: "alpha" in (published(fake, PRIVATE) or ()))
         await served.deliver(message_update(PRIVATE, "/forget alpha"))
         await fake.wait(lambda: PRIVATE not in fake.chat_commands)  # deleteMyCommands
         assert len(scoped(fake, "setMyCommands", PRIVATE)) == 1
@@ -92,11 +87,8 @@ async def test_chats_of_an_agent_with_modes_share_the_default_menu(
             await served.deliver(message_update(chat, "/help"))
         # The default menu offers /mode once a session shows the agent has modes, so that
         # the chats, whose lists all hold /mode, need no menu of their own.
-        await fake.wait(lambda: "mode" in (names(fake) or ()))
+        await fake.wait(lambda: "mode" in (published(fake) or ()))
         await served.deliver(message_update(PRIVATE + 3, "/help"))
-        assert [
-            c
-            for c in fake.calls_to("setMyCommands")
-            if "scope" in c.params and c.params["scope"].get("type") == "chat"
-        ] == []
+        for chat in range(PRIVATE, PRIVATE + 4):
+            assert scoped(fake, "setMyCommands", chat) == []
         assert fake.chat_commands == {}
