@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -11,6 +12,13 @@ if TYPE_CHECKING:
     from .core import Gateway
     from .inbound import InboundMessage, ReplySink
     from .state import Entry
+
+
+ErrorAnswer = Callable[[web.Request, Exception], web.StreamResponse | None]
+"""A channel's own answer to a failure of one of its routes (the webhook's JSON
+error bodies), or None to leave the failure as it is.
+"""
+ERROR_ANSWERS = web.AppKey("slashgate_error_answers", list[ErrorAnswer])
 
 
 class Channel:

@@ -8,7 +8,7 @@ import json
 import logging
 import shutil
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from . import logs, openapi, probes
-from .channel import Channel
+from .channel import ERROR_ANSWERS, Channel, ErrorAnswer
 from .config import Settings
 from .core import Gateway
 from .exposure import open_webhook_refusal
@@ -29,12 +29,6 @@ from .runtimes.stdio import program
 log = logging.getLogger("slashgate")
 http_log = logging.getLogger("slashgate.http")
 _REASON = 200  # characters of a refused request's path and reason in its log line
-
-ErrorAnswer = Callable[[web.Request, Exception], web.StreamResponse | None]
-"""A channel's own answer to a failure of one of its routes (the webhook's JSON error
-bodies), or None to leave the failure as it is.
-"""
-ERROR_ANSWERS = web.AppKey("slashgate_error_answers", list[ErrorAnswer])
 
 
 class StartError(Exception):

@@ -17,13 +17,12 @@ from pydantic import BaseModel, ValidationError
 from contract import Classification, ComposerInputMessage, complete
 from gateway.attachments import AttachmentError
 from gateway.body import BodyError, header_bytes, parse_json, read_body, token_header
-from gateway.channel import Channel
+from gateway.channel import ERROR_ANSWERS, Channel
 from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.events import RuntimeEvent
 from gateway.inbound import Attachment, InboundMessage, Outcome, Reply, ReplySink
 from gateway.openapi import document
-from gateway.server import ERROR_ANSWERS
 from gateway.state import Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
