@@ -7,19 +7,12 @@ and at the end it keeps what the turn did, or goes when nothing is left to show.
 from __future__ import annotations
 
 import asyncio
-import logging
-from typing import TYPE_CHECKING, Any
-
-from slack_sdk.errors import SlackApiError
+from typing import Any
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
 
+from .messages import Messages
 from .mrkdwn import SECTION_LIMIT, escape, shorten
-
-if TYPE_CHECKING:
-    from .sink import SlackSink
-
-log = logging.getLogger("slashgate.slack")
 
 REASONING_SHOWN = 300  # characters: Slack cannot fold a block, so the thoughts are shortened
 
@@ -64,9 +57,9 @@ def activity_blocks(activity: Activity) -> tuple[str, list[dict[str, Any]]] | No
 
 
 class ActivityPost(LiveActivity):
-    def __init__(self, sink: SlackSink, show_reasoning: bool) -> None:
+    def __init__(self, messages: Messages, show_reasoning: bool) -> None:
         super().__init__(show_reasoning)
-        self.sink = sink
+        self.messages = messages
         self.ts: str | None = None  # "" when it went through a response_url: not updatable
         self._shown: tuple[str, list[dict[str, Any]]] | None = None
         self._last: float | None = None  # when it was last changed
@@ -74,7 +67,8 @@ class ActivityPost(LiveActivity):
     async def _pace(self) -> None:
         """chat.update is rate limited per channel: at most one change per update interval."""
         if self._last is not None:
-            wait = self._last + self.sink.outbox.update_interval - asyncio.get_running_loop().time()
+            interval = self.messages.outbox.update_interval
+            wait = self._last + interval - asyncio.get_running_loop().time()
             if wait > 0:
                 await asyncio.sleep(wait)
 
@@ -86,16 +80,10 @@ class ActivityPost(LiveActivity):
         if self.ts is None:
             if shown is None or not self.activity.worth_a_message:
                 return
-            self.ts = await self.sink.post(shown[0], blocks=shown[1])
+            self.ts = await self.messages.post(shown[0], blocks=shown[1])
         elif shown is None:
-            await self._delete(self.ts)
+            await self.messages.delete(self.ts)
             self.ts = None
         else:
-            await self.sink.update(self.ts, shown[0], shown[1])
+            await self.messages.update(self.ts, shown[0], shown[1])
         self._shown = shown
-
-    async def _delete(self, ts: str) -> None:
-        try:
-            await self.sink.outbox.client.chat_delete(channel=self.sink.target.channel, ts=ts)
-        except SlackApiError as exc:
-            log.warning("chat.delete in %s failed: %s", self.sink.target.channel, exc)

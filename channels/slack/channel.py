@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 import logging
 import re
 import time
@@ -44,8 +43,10 @@ from .manifest import EVENTS_PATH
 from .manners import umbrella_usage
 from .markup import command_source, normalize, umbrella_source
 from .metering import count_retries, counted
-from .mrkdwn import escape
-from .sink import PERMISSION_ACTION, Outbox, SlackSink, Target
+from .outbox import Outbox
+from .permissions import PERMISSION_ACTION, answer_permission
+from .sink import SlackSink
+from .target import Target
 from .web import client_log, respond, web_client
 
 if TYPE_CHECKING:
@@ -393,7 +394,8 @@ class SlackChannel(Channel):
         @app.action(re.compile(f"^{PERMISSION_ACTION}:"))
         async def on_permission(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
             await ack()
-            self._spawn(self._answer_permission(body, action))
+            work = answer_permission(self.gateway, self.outbox.session, self.name, body, action)
+            self._spawn(work)
 
     async def _on_message(
         self, body: dict[str, Any], event: dict[str, Any], bot_user_id: str | None
@@ -566,36 +568,4 @@ class SlackChannel(Channel):
     async def _say_usage(self, response_url: str | None) -> None:
         if response_url:
             body = {"response_type": "ephemeral", "text": umbrella_usage(self._umbrella)}
-            await respond(self.outbox.session, response_url, body)
-
-    async def _answer_permission(self, body: dict[str, Any], action: dict[str, Any]) -> None:
-        try:
-            value = json.loads(str(action.get("value") or ""))
-            conversation, request_id, option_id = value["c"], value["r"], value["o"]
-        except (ValueError, KeyError, TypeError):
-            log.warning("a permission button with an unreadable value")
-            return
-        user = (body.get("user") or {}).get("id")
-        response_url = body.get("response_url")
-        if value.get("u") and user != value["u"]:
-            if response_url:
-                await respond(
-                    self.outbox.session,
-                    response_url,
-                    {
-                        "response_type": "ephemeral",
-                        "replace_original": False,
-                        "text": f"Only <@{value['u']}> can answer this request.",
-                    },
-                )
-            return
-        answered = await self.gateway.answer_permission(
-            self.name, conversation, request_id, option_id
-        )
-        title = str((body.get("message") or {}).get("text") or ":lock: Permission request")
-        choice = escape(str((action.get("text") or {}).get("text") or option_id))
-        outcome = f"*{choice}* (<@{user}>)" if answered else "no longer pending"
-        text = f"{title} — {outcome}"
-        if response_url:
-            body = {"replace_original": True, "text": text}
             await respond(self.outbox.session, response_url, body)

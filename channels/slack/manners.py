@@ -4,12 +4,8 @@ it, and queued input gets a reaction until its turn is answered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .mrkdwn import shorten
-
-if TYPE_CHECKING:
-    from .sink import Target
+from .target import Target
 
 QUEUED_REACTION = "eyes"
 # UTF-16 units of the command shown in the invocation line: a command as long as Slack allows
