@@ -19,6 +19,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
 from . import pieces
+from .pieces import Columns, Row
 
 CommandSource = Literal["static", "dynamic", "runtime", "gateway"]
 
@@ -84,13 +85,7 @@ ComposerNode = Annotated[
 
 
 SLASH = "slash_command"
-# One node before it is a model: (kind, start, end, raw, name or path; None for text).
-Row = tuple[str, int, int, str, str | None]
 _NODE_MODELS: TypeAdapter[tuple[ComposerNode, ...]] = TypeAdapter(tuple[ComposerNode, ...])
-
-
-# The same nodes as five lists: kinds, starts, ends, raws, values.
-Columns = tuple[Sequence[str], Sequence[int], Sequence[int], Sequence[str], Sequence[str | None]]
 
 
 class Nodes(Sequence[ComposerNode]):

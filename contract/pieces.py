@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate
-from typing import TYPE_CHECKING
 
 from .utf16 import utf16_ends, utf16_len
 
-if TYPE_CHECKING:
-    from .models import Columns, Row
+# One node before it is a model: (kind, start, end, raw, name or path; None for text).
+Row = tuple[str, int, int, str, str | None]
+# The same nodes as five lists: kinds, starts, ends, raws, values.
+Columns = tuple[Sequence[str], Sequence[int], Sequence[int], Sequence[str], Sequence[str | None]]
 
 # Up to this many pieces (7 nodes), a Python loop over them is cheaper than the fixed cost
 # of the C loops; past it the C loops win by far (a 1 MiB message has 100,000 pieces).
