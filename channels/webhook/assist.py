@@ -1,0 +1,54 @@
+"""The routes a composer uses beside ``POST /v1/messages``: the commands, completion at the
+cursor, a classification without a run, and the answer to a permission request.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from contract import complete
+from gateway.inbound import InboundMessage
+
+from .checks import Route, parse, validate
+from .errors import ApiError
+from .permissions import PermissionAnswer, answer
+from .wire import ClassifyIn, CompleteQuery, commands_body, completion_body, preview_body
+
+
+class Assist(Route):
+    async def get_commands(self, request: web.Request) -> web.Response:
+        self.authorize(request)
+        conversation = request.query.get("conversation")
+        commands = await self.gateway.commands(
+            self.name if conversation else None, conversation or None
+        )
+        return web.json_response(commands_body(commands, self.settings.interactive_only))
+
+    async def get_complete(self, request: web.Request) -> web.Response:
+        """What fits at the cursor: the conversation's commands, or reference prefixes."""
+        self.authorize(request)
+        # An empty parameter (``cursor=``) is the same as none.
+        query = validate(CompleteQuery, {k: v for k, v in request.query.items() if v != ""})
+        conversation = query.conversation
+        commands = await self.gateway.commands(self.name if conversation else None, conversation)
+        try:
+            completion = complete(
+                query.text, query.cursor, commands, self.settings.interactive_only, query.limit
+            )
+        except ValueError as exc:
+            raise ApiError(400, "invalid_request", str(exc)) from None
+        return web.json_response(completion_body(conversation, completion))
+
+    async def post_classify(self, request: web.Request) -> web.Response:
+        """The classification and payload ``POST /v1/messages`` would give; nothing runs."""
+        self.authorize(request)
+        data = parse(await self.read(request), ClassifyIn)
+        inbound = InboundMessage(self.name, data.conversation, "", data.text)
+        outcome = await self.gateway.preview(inbound)
+        return web.json_response(preview_body(data.conversation, outcome))
+
+    async def post_permission(self, request: web.Request) -> web.Response:
+        self.authorize(request)
+        body = parse(await self.read(request), PermissionAnswer)
+        status, data = await answer(self.gateway, self.name, request.match_info["request_id"], body)
+        return web.json_response(data, status=status)
