@@ -8,9 +8,10 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp import RequestError
+from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
     AvailableCommandsUpdate,
@@ -33,13 +34,10 @@ from ...events import (
     SessionUpdated,
 )
 from ..base import RuntimeSession, Turn, UpdateListener
+from ..kept import KeptSessions
 from ..pump import EventQueue, pump
+from .agent import AcpAgent
 from .mapping import command, config_options, modes, prompt_blocks, turn_events, usage
-
-if TYPE_CHECKING:
-    from acp.client.connection import ClientSideConnection
-
-    from .runtime import AcpRuntime
 
 log = logging.getLogger("slashgate.acp")
 
@@ -66,8 +64,11 @@ def _failure(exc: BaseException) -> ErrorEvent:
 
 
 class AcpSession(RuntimeSession):
-    def __init__(self, runtime: AcpRuntime, key: str, updates: UpdateListener) -> None:
-        self.runtime = runtime
+    def __init__(
+        self, agent: AcpAgent, kept: KeptSessions, key: str, updates: UpdateListener
+    ) -> None:
+        self.agent = agent
+        self.kept = kept  # conversation -> its ACP session id
         self.key = key
         self.session_id: str | None = None
         self._updates = updates
@@ -83,17 +84,17 @@ class AcpSession(RuntimeSession):
 
     async def connect(self) -> ClientSideConnection:
         """The live connection, with this conversation's ACP session on it (new after a restart)."""
-        conn, generation = await self.runtime.connection()
+        conn, generation = await self.agent.connection()
         if generation == self._generation and self.session_id is not None:
             return conn
         response: LoadSessionResponse | NewSessionResponse | None
         response = await self._load(conn, generation)
         if response is None:
-            created = await self.runtime.new_session(conn)
+            created = await self.agent.new_session(conn)
             self.session_id, self._generation, self._conn = created.session_id, generation, conn
             self._after_cancel = False  # a new session owes nothing to the old one's cancel
-            self.runtime.register(self)  # replays the updates that came before the reply
-            await self.runtime.kept.set(self.key, self.session_id)
+            self.agent.register(self)  # replays the updates that came before the reply
+            await self.kept.set(self.key, self.session_id)
             response = created
         if response.modes is not None:
             self._updates(modes(response.modes))
@@ -107,17 +108,17 @@ class AcpSession(RuntimeSession):
         """``session/load`` of the session this conversation had, where the agent offers it;
         None when there is none to load (or the agent no longer knows it).
         """
-        saved = await self.runtime.kept.get(self.key)
-        if saved is None or not self.runtime.loads_sessions:
+        saved = await self.kept.get(self.key)
+        if saved is None or not self.agent.loads_sessions:
             return None
         # Known before the call: the agent replays the session's history as updates meanwhile.
         self.session_id, self._generation, self._conn = saved, generation, conn
-        self.runtime.register(self)
+        self.agent.register(self)
         try:
-            return await self.runtime.load_session(conn, saved)
+            return await self.agent.load_session(conn, saved)
         except RequestError as exc:
             log.info("ACP session of %s not loaded (%s): a new one", self.key, error_text(exc))
-            self.runtime.unregister(self)
+            self.agent.unregister(self)
             self.session_id = None
             return None
 
@@ -156,7 +157,7 @@ class AcpSession(RuntimeSession):
         session_id = self.session_id
         queue: EventQueue = asyncio.Queue()
         self._queue, self._heard = queue, False
-        blocks = prompt_blocks(turn, self.runtime.cwd, self.runtime.prompt_capabilities)
+        blocks = prompt_blocks(turn, self.agent.cwd, self.agent.prompt_capabilities)
         events = pump(
             queue,
             partial(self._prompt, conn, session_id, blocks, queue),
@@ -212,7 +213,7 @@ class AcpSession(RuntimeSession):
         longer reads its stdin: bounded by the grace.
         """
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(conn.cancel(session_id=session_id), self.runtime.cancel_grace)
+            await asyncio.wait_for(conn.cancel(session_id=session_id), self.agent.cancel_grace)
 
     # -- permissions ----------------------------------------------------------------------
 
@@ -269,8 +270,8 @@ class AcpSession(RuntimeSession):
 
     async def close(self) -> None:
         await self.cancel()
-        self.runtime.unregister(self)
+        self.agent.unregister(self)
 
     async def reset(self) -> None:
         await self.close()
-        await self.runtime.kept.set(self.key, None)  # /new: never load this one again
+        await self.kept.set(self.key, None)  # /new: never load this one again
