@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -16,8 +12,9 @@ from ...state import StateStore
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
+from .pool import PiPool
 from .process import PiProcess
-from .session import PiSession, PiUnavailable
+from .session import PiSession
 
 log = logging.getLogger("slashgate.pi")
 
@@ -36,16 +33,10 @@ class PiRuntime(Runtime):
     ) -> None:
         if not command:
             raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
-        self._command = program(command)
-        self.cwd = cwd.expanduser().resolve()
-        self._env = dict(env or {})
-        self.pool_size = pool_size
-        self.idle_ttl = idle_ttl
+        self.pool = PiPool(
+            program(command), cwd.expanduser().resolve(), dict(env or {}), pool_size, idle_ttl
+        )
         self.cancel_grace = cancel_grace  # how long pi has to answer an abort
-        self._live: OrderedDict[str, PiSession] = OrderedDict()  # holders of a process, LRU first
-        self._starting = 0
-        self._lock = asyncio.Lock()
-        self._reaper: asyncio.Task[None] | None = None
         self.kept = KeptSessions("pi")  # conversation -> its pi session file
 
     def use_store(self, store: StateStore) -> None:
@@ -54,114 +45,33 @@ class PiRuntime(Runtime):
     @property
     def processes(self) -> int:
         """Live pi processes (at most ``pool_size``)."""
-        return sum(1 for s in self._live.values() if s.process is not None and s.process.alive)
+        return self.pool.processes
 
     def process_of(self, key: str) -> PiProcess | None:
         """The live process of a conversation, if it has one."""
-        session = self._live.get(key)
-        return session.process if session is not None else None
+        return self.pool.process_of(key)
+
+    async def reap_idle(self, ttl: float | None = None) -> None:
+        """Stop the processes idle for ``ttl`` (default ``idle_ttl``)."""
+        await self.pool.reap_idle(ttl)
 
     async def start(self) -> None:
-        self._reaper = asyncio.ensure_future(self._reap())
+        self.pool.start()
 
     async def stop(self) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
-        async with self._lock:
-            processes = [self._detach(s) for s in list(self._live.values())]
-        await _close(*processes)
+        await self.pool.stop()
 
     async def readiness(self) -> str | None:
-        return missing_program(self._command)
+        return missing_program(self.pool.command)
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        session = PiSession(self, key, updates)
+        session = PiSession(self.pool, self.kept, key, updates, self.cancel_grace)
         session.session_file = await self.kept.get(key)  # resumed by its first process
         try:
-            await self.acquire(session)  # early, so that its commands are known before input
+            await self.pool.acquire(session)  # early, so that its commands are known before input
         except Exception as exc:
             log.warning("no pi process for %s yet: %s", key, exc)  # the first turn retries
         return session
 
-    # -- the pool -------------------------------------------------------------------------
-
-    async def acquire(self, session: PiSession) -> PiProcess:
-        """The session's process, started if needed; an idle one is retired to make room."""
-        async with self._lock:
-            process = session.process
-            if process is not None and process.alive:
-                self._live.move_to_end(session.key)
-                return process
-            gone = [self._detach(session)]  # no process, or one that exited
-            if len(self._live) + self._starting >= self.pool_size:
-                victim = next((s for s in self._live.values() if not s.busy), None)
-                if victim is None:
-                    raise PiUnavailable(f"all {self.pool_size} pi processes are busy")
-                gone.append(self._detach(victim))
-            self._starting += 1
-        try:
-            await _close(*gone)
-            process = PiProcess(self._command, self.cwd, self._env)
-            await process.start()
-            try:
-                await session.attach(process)
-            except BaseException:
-                session.process = None
-                await process.close()
-                raise
-            log.info("pi started for %s (pid %s)", session.key, process.pid)
-        finally:
-            async with self._lock:
-                self._starting -= 1
-        async with self._lock:
-            self._live[session.key] = session
-        return process
-
-    async def release(self, session: PiSession) -> None:
-        async with self._lock:
-            process = self._detach(session)
-        await _close(process)
-
-    def _detach(self, session: PiSession) -> PiProcess | None:
-        """Under the lock: the session leaves the pool and its process, which the caller closes
-        after the lock. A message for it then starts a new process, never finds a closing one,
-        and the old one's exit is no news to the new one's turn.
-        """
-        if self._live.get(session.key) is session:
-            del self._live[session.key]
-        process, session.process = session.process, None
-        if process is not None:
-            process.listener = None
-        return process
-
-    async def _reap(self) -> None:
-        interval = min(max(self.idle_ttl / 4, 0.05), 30.0)
-        while True:
-            await asyncio.sleep(interval)
-            await self.reap_idle()
-
-    async def reap_idle(self, ttl: float | None = None) -> None:
-        """Stop the processes idle for ``ttl`` (default ``idle_ttl``); their conversations
-        resume in a new one.
-        """
-        ttl = self.idle_ttl if ttl is None else ttl
-        now = time.monotonic()
-        async with self._lock:
-            idle = [
-                s
-                for s in self._live.values()
-                if not s.busy and (s.process is None or now - s.process.last_used >= ttl)
-            ]
-            processes = [self._detach(s) for s in idle]
-        for session in idle:
-            log.info("pi for %s idle for %.0fs: stopping it", session.key, ttl)
-        await _close(*processes)
-
     def describe(self) -> str:
-        return f"pi ({' '.join(self._command)})"
-
-
-async def _close(*processes: PiProcess | None) -> None:
-    await asyncio.gather(*(p.close() for p in processes if p is not None), return_exceptions=True)
+        return f"pi ({' '.join(self.pool.command)})"
