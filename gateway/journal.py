@@ -184,14 +184,13 @@ class Journal:
         if not self.shared:
             return None
         delay = _POLL_START
+        seq = None if entry is None else entry.seq
         while not stop():
-            lease = await self.store.acquire(_turn_name(conversation), self.replica, self.lease_ttl)
+            lease = await self.store.take_turn(
+                _turn_name(conversation), self.replica, self.lease_ttl, conversation, seq
+            )
             if lease is not None:
-                if entry is None or not any(
-                    e.seq < entry.seq for e in await self.store.pending(conversation)
-                ):
-                    return Held(lease)
-                await self.store.release(lease)
+                return Held(lease)
             await asyncio.sleep(delay)
             delay = min(delay * 2, _POLL_CAP)
         raise StoreUnavailable("the gateway is shutting down")

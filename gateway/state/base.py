@@ -76,11 +76,27 @@ class Entry:
         size = self.size()
         return await offload.off_loop(size, self._encode, size)
 
+    async def encoded_status(self) -> str | bytes:
+        """What changes as the entry moves on (state, reply, owner, command), encoded; a big
+        reply's in a thread. A store that keeps it beside the record written at ``append``
+        never encodes that record again.
+        """
+        size = jsonslices.text_size(self.reply)
+        return await offload.off_loop(size, self._status, size)
+
+    def _status(self, size: int) -> str | bytes:
+        fields = {name: getattr(self, name) for name in _STATUS_FIELDS}
+        if size < offload.THRESHOLD:
+            return _compact(fields)
+        return jsonslices.dump_bytes(fields, ensure_ascii=False, separators=_COMPACT)
+
     @classmethod
-    def decode(cls, raw: str | bytes) -> Entry:
-        if len(raw) < offload.THRESHOLD:
-            return cls(**json.loads(raw))
-        return cls(**_sliced_loads(raw))
+    def decode(cls, raw: str | bytes, status: str | bytes | None = None) -> Entry:
+        """The entry ``encode`` wrote, with the ``status`` written since, if any."""
+        fields = _loads(raw)
+        if status is not None:
+            fields.update(_loads(status))
+        return cls(**fields)
 
     @classmethod
     async def decoded(cls, raw: str | bytes) -> Entry:
@@ -89,6 +105,7 @@ class Entry:
 
 
 _ENTRY_FIELDS = tuple(f.name for f in dataclass_fields(Entry) if f.init)
+_STATUS_FIELDS = ("state", "reply", "owner", "command")
 _COMPACT = (",", ":")
 _compact = jsonslices.encoder(ensure_ascii=False, separators=_COMPACT)
 
@@ -183,6 +200,21 @@ class StateStore(ABC):
         that holds it already gets it renewed (same token).
         """
 
+    async def take_turn(
+        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+    ) -> Lease | None:
+        """``acquire(name, owner, ttl)``, only while no input of ``conversation`` older than
+        ``seq`` is in the journal (``seq`` None: whatever is): None otherwise, nothing held.
+        A shared store does it in one step.
+        """
+        lease = await self.acquire(name, owner, ttl)
+        if lease is None or seq is None:
+            return lease
+        if any(e.seq < seq for e in await self.pending(conversation)):
+            await self.release(lease)
+            return None
+        return lease
+
     @abstractmethod
     async def renew(self, lease: Lease, ttl: float) -> bool:
         """Extend a lease; False when it expired and is lost (someone else may hold it)."""
@@ -227,6 +259,10 @@ async def decode(raw: str | bytes) -> Any:
     if len(raw) < offload.THRESHOLD:
         return json.loads(raw)
     return await offload.off_loop(len(raw), _sliced_loads, raw)
+
+
+def _loads(raw: str | bytes) -> Any:
+    return json.loads(raw) if len(raw) < offload.THRESHOLD else _sliced_loads(raw)
 
 
 def _sliced_loads(raw: str | bytes) -> Any:

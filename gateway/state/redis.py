@@ -1,11 +1,14 @@
 """Redis (redis-py's asyncio client): the store several gateway replicas share.
 
-Every step that reads and then writes is one Lua script, so replicas never interleave inside
-it. Keys live under one prefix:
+Every step that reads and then writes is one Lua script (sent by its SHA1: EVALSHA), so
+replicas never interleave inside it, and each step of a journal entry is one round trip.
+Keys live under one prefix:
 - ``kv:<key>``: key-value entries;
 - ``claims`` (sorted set, score = expiry) and ``claimv`` (hash): claims, bounded by count;
-- ``j`` (hash id -> entry), ``jseq`` (sorted set id by seq) and ``jc:<conversation>``: the
-  journal, and each conversation's part of it in order; ``jseqn`` counts arrivals;
+- ``j`` (hash id -> entry as appended), ``js`` (hash id -> its status since: state, reply,
+  owner, command; the entry is not written again), ``jseq`` (sorted set id by seq) and
+  ``jc:<conversation>``: the journal, and each conversation's part of it in order;
+  ``jseqn`` counts arrivals;
 - ``lease:<name>`` (``<token>|<owner>``, expiring) and ``leasen``, the fencing counter;
 - ``topic:<topic>``: the pub/sub channels replicas talk on.
 Redis keeps nothing across its own restart unless it persists (AOF): see docs/reliability.md.
@@ -16,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
@@ -79,12 +83,37 @@ return seq
 """
 )
 
+# KEYS: j, js, the fencing lease (or any key). ARGV: id, status, the lease's value ('': none)
 _UPDATE = """
-if ARGV[3] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return 0 end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 end
 return 1
+"""
+
+# KEYS: j, js, jseq, jc:<conversation>. ARGV: id
+_FINISH = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+"""
+
+# KEYS: jseq or jc:<conversation>, j, js. Seq, entry and status ('' for none) of each entry.
+_PENDING = """
+local ranked = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local found = {}
+for i = 1, #ranked, 2 do
+  local entry = redis.call('HGET', KEYS[2], ranked[i])
+  if entry then
+    table.insert(found, ranked[i + 1])
+    table.insert(found, entry)
+    table.insert(found, redis.call('HGET', KEYS[3], ranked[i]) or '')
+  end
+end
+return found
 """
 
 _ACQUIRE = """
@@ -99,6 +128,17 @@ local token = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], token .. '|' .. ARGV[1], 'PX', ARGV[2])
 return token
 """
+
+# KEYS: lease:<name>, leasen, jc:<conversation>. ARGV: owner, ttl ms, seq ('': any order)
+_TURN = (
+    """
+if ARGV[3] ~= '' then
+  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if first[2] and tonumber(first[2]) < tonumber(ARGV[3]) then return false end
+end
+"""
+    + _ACQUIRE
+)
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -121,6 +161,7 @@ class RedisStore(StateStore):
         self.prefix = prefix
         self.max_claims = max_claims
         self._redis: aioredis.Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}  # by source, for the client open now
 
     def _k(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
@@ -140,6 +181,7 @@ class RedisStore(StateStore):
 
     async def close(self) -> None:
         redis, self._redis = self._redis, None
+        self._scripts.clear()
         if redis is not None:
             await redis.aclose()
 
@@ -159,9 +201,11 @@ class RedisStore(StateStore):
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
     async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        # redis-py types commands for its sync and async clients alike: this one awaits.
-        run = cast(Callable[..., Awaitable[Any]], self.redis.eval)
-        return await self._run(run(script, len(keys), *keys, *args))
+        # By its SHA1 (EVALSHA), loaded again when the server does not know it (restarted).
+        registered = self._scripts.get(script)
+        if registered is None:
+            registered = self._scripts[script] = self.redis.register_script(script)
+        return await self._run(registered(keys, args))
 
     async def _do(self, name: str, *args: Any) -> Any:
         return await self._run(getattr(self.redis, name)(*args))  # types mix sync and async
@@ -238,30 +282,23 @@ class RedisStore(StateStore):
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
         lease_key = self._k("lease", fence.name) if fence else self._k("j")
         held = f"{fence.token}|{fence.owner}" if fence else ""
-        done = await self._eval(
-            _UPDATE, [self._k("j"), lease_key], [entry.id, await entry.encoded(), held]
-        )
+        keys = [self._k("j"), self._k("js"), lease_key]
+        done = await self._eval(_UPDATE, keys, [entry.id, await entry.encoded_status(), held])
         return bool(done)
 
     async def finish(self, entry: Entry) -> None:
-        await self._transaction(
-            ("hdel", self._k("j"), entry.id),
-            ("zrem", self._k("jseq"), entry.id),
-            ("zrem", self._k("jc", entry.conversation), entry.id),
-        )
+        keys = [self._k("j"), self._k("js"), self._k("jseq"), self._k("jc", entry.conversation)]
+        await self._eval(_FINISH, keys, [entry.id])
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
         index = self._k("jseq") if conversation is None else self._k("jc", conversation)
-        ranked = await self._do("zrange", index, 0, -1, False, True)  # (id, seq), oldest first
-        if not ranked:
-            return []
-        raws = await self._do("hmget", self._k("j"), [entry_id for entry_id, _ in ranked])
+        found = await self._eval(_PENDING, [index, self._k("j"), self._k("js")], [])
         entries = []
-        for (_, seq), raw in zip(ranked, raws, strict=True):
-            if raw is not None:  # finished meanwhile
-                entry = Entry.decode(raw)
-                entry.seq = int(seq)
-                entries.append(entry)
+        for n in range(0, len(found), 3):  # oldest first
+            seq, record, status = found[n : n + 3]
+            entry = Entry.decode(record, status or None)
+            entry.seq = int(seq)
+            entries.append(entry)
         return entries
 
     # -- leases ----------------------------------------------------------------------------
@@ -270,6 +307,14 @@ class RedisStore(StateStore):
         token = await self._eval(
             _ACQUIRE, [self._k("lease", name), self._k("leasen")], [owner, int(ttl * 1000)]
         )
+        return None if token is None else Lease(name, owner, int(token))
+
+    async def take_turn(
+        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+    ) -> Lease | None:
+        keys = [self._k("lease", name), self._k("leasen"), self._k("jc", conversation)]
+        args = [owner, int(ttl * 1000), "" if seq is None else seq]
+        token = await self._eval(_TURN, keys, args)
         return None if token is None else Lease(name, owner, int(token))
 
     async def renew(self, lease: Lease, ttl: float) -> bool:

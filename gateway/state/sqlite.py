@@ -1,7 +1,11 @@
 """One SQLite file (stdlib ``sqlite3``, WAL): the default store of a single gateway process.
 
-Blocking calls run in a worker thread, one at a time on one connection. The schema carries
-its version in ``PRAGMA user_version``; ``_MIGRATIONS`` brings an older file up to date.
+Every statement runs in one thread, on one connection, with group commit (``commits``):
+operations that arrive together share a transaction and its fsync. What must be on disk
+before what (docs/reliability.md): an input and its claim before its platform is
+acknowledged (durable); the journal's later marks only written, before what follows them,
+and on disk with the next durable commit. The schema carries its version in
+``PRAGMA user_version``; ``_MIGRATIONS`` brings an older file up to date.
 """
 
 from __future__ import annotations
@@ -9,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
+from .commits import GroupCommit, Work
 
 if TYPE_CHECKING:
     from ..config import SqliteSynchronous
@@ -39,8 +42,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE state ADD COLUMN used REAL NOT NULL DEFAULT 0",
         "CREATE INDEX state_used ON state (used)",
     ),
+    # A journal entry's record is written once; what changes (``Entry.encoded_status``) here.
+    ("ALTER TABLE journal ADD COLUMN status TEXT",),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
+_SET_STATUS = "UPDATE journal SET status = ? WHERE id = ?"
+_UNLESS_LIVE = " WHERE claims.expires <= ?"  # a claim is taken again once it expired
 _BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
 _WAL_RETRY = 0.01  # seconds between two tries of the switch to WAL
 _PRUNE_EVERY = 256  # claims (or keys) written between two sweeps of expired and surplus ones
@@ -76,13 +83,15 @@ class SqliteStore(StateStore):
         self.max_keys = max_keys
         self.synchronous = synchronous
         self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # one connection, used from worker threads in turn
+        self._writer: GroupCommit | None = None
         self._claims_written = 0
         self._keys_written = 0
 
     async def open(self) -> None:
         if self._db is None:
             self._db = await asyncio.to_thread(self._connect)
+            self._writer = GroupCommit(self._db, await asyncio.to_thread(self._quick))
+            self._writer.start()
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,6 +113,14 @@ class SqliteStore(StateStore):
         except BaseException:
             db.close()
             raise
+        return db
+
+    def _quick(self) -> sqlite3.Connection:
+        """The connection for writes committed at once on the loop (``commits``): it never
+        waits for a lock, nor for the disk.
+        """
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=0)
+        db.execute("PRAGMA synchronous=NORMAL")
         return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:
@@ -129,34 +146,19 @@ class SqliteStore(StateStore):
         db.execute("COMMIT")
 
     async def close(self) -> None:
-        db, self._db = self._db, None
-        if db is not None:
-            await asyncio.to_thread(self._locked, db.close)
+        writer, self._writer, self._db = self._writer, None, None
+        if writer is not None:
+            await writer.stop()  # what was submitted is committed first
 
-    def _locked(self, fn: Callable[..., T], *args: Any) -> T:
-        with self._lock:
-            return fn(*args)
-
-    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` on the connection in a worker thread, as one transaction."""
-        if self._db is None:
+    @property
+    def writer(self) -> GroupCommit:
+        if self._writer is None:
             raise StoreUnavailable("the SQLite store is not open")
-        db = self._db
+        return self._writer
 
-        def transaction() -> T:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return result
-
-        try:
-            return await asyncio.to_thread(self._locked, transaction)
-        except sqlite3.OperationalError as exc:  # locked past busy_timeout, disk full, I/O
-            raise StoreUnavailable(f"SQLite: {exc}") from exc
+    async def _call(self, work: Work[T]) -> T:
+        """``work(db)`` in a transaction; returns once it is committed (durable)."""
+        return await self.writer.submit(work)
 
     async def ping(self) -> None:
         await self._call(lambda db: db.execute("SELECT 1").fetchone())
@@ -201,23 +203,31 @@ class SqliteStore(StateStore):
         self, db: sqlite3.Connection, key: str, value: str | bytes, ttl: float
     ) -> str | bytes | None:
         now = time.time()
-        row = db.execute(
-            "SELECT value FROM claims WHERE key = ? AND expires > ?", (key, now)
-        ).fetchone()
-        if row is not None:
-            held: str | bytes = row[0]  # bytes: a big value, encoded off the loop (Encoded)
-            return held
-        self._put_claim(db, key, value, ttl, now)
-        return None
+        if self._put_claim(db, key, value, ttl, now, _UNLESS_LIVE, (now,)):
+            return None
+        held: str | bytes = db.execute(  # bytes: a big value, encoded off the loop (Encoded)
+            "SELECT value FROM claims WHERE key = ?", (key,)
+        ).fetchone()[0]
+        return held
 
     def _put_claim(
-        self, db: sqlite3.Connection, key: str, value: str | bytes, ttl: float, now: float
-    ) -> None:
-        db.execute(
+        self,
+        db: sqlite3.Connection,
+        key: str,
+        value: str | bytes,
+        ttl: float,
+        now: float,
+        unless: str = "",
+        also: tuple[float, ...] = (),
+    ) -> bool:
+        """Write the claim (``unless`` a condition on the one held): whether it was."""
+        written = db.execute(
             "INSERT INTO claims (key, value, expires) VALUES (?, ?, ?) ON CONFLICT(key) "
-            "DO UPDATE SET value = excluded.value, expires = excluded.expires",
-            (key, value, now + ttl),
-        )
+            "DO UPDATE SET value = excluded.value, expires = excluded.expires" + unless,
+            (key, value, now + ttl, *also),
+        ).rowcount
+        if not written:
+            return False
         self._claims_written += 1
         if self._claims_written % _PRUNE_EVERY == 0:
             db.execute("DELETE FROM claims WHERE expires <= ?", (now,))
@@ -226,6 +236,7 @@ class SqliteStore(StateStore):
                 "LIMIT max(0, (SELECT count(*) FROM claims) - ?))",
                 (self.max_claims,),
             )
+        return True
 
     async def claim(self, key: str, value: Any, ttl: float) -> tuple[bool, Any | None]:
         encoded = encode(value)
@@ -253,44 +264,59 @@ class SqliteStore(StateStore):
         self, entry: Entry, claim: str | None, ttl: float, value: Any = 1
     ) -> Entry | None:
         encoded = encode(value)
+        record = await entry.encoded()  # its seq is the column's: given by the insert
 
-        def work(db: sqlite3.Connection) -> Entry | None:
+        def work(db: sqlite3.Connection) -> int | None:
             if claim is not None and self._claim(db, claim, encoded, ttl) is not None:
                 return None
             cursor = db.execute(
-                "INSERT INTO journal (id, conversation, entry) VALUES (?, ?, '')",
-                (entry.id, entry.conversation),
+                "INSERT INTO journal (id, conversation, entry) VALUES (?, ?, ?)",
+                (entry.id, entry.conversation, record),
             )
-            entry.seq = int(cursor.lastrowid or 0)
-            text = entry.encode()  # here, in the worker thread: a big entry's in slices
-            db.execute("UPDATE journal SET entry = ? WHERE seq = ?", (text, entry.seq))
-            return Entry.decode(text)
+            return int(cursor.lastrowid or 0)
 
-        return await self._call(work)
+        seq = await self._call(work)  # durable: the platform is acknowledged next
+        if seq is None:
+            return None
+        added = await Entry.decoded(record)
+        added.seq = seq
+        return added
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
-        encoded = await entry.encoded()
+        status = (await entry.encoded_status(), entry.id)
+        if fence is None:
+            # Written before the caller goes on (the turn, the delivery): a crash of the
+            # process cannot lose it; a power cut may, until the next durable commit.
+            await self.writer.write(_SET_STATUS, status)
+            return True
 
         def work(db: sqlite3.Connection) -> bool:
-            if fence is not None and not self._current(db, fence):
+            if not self._current(db, fence):
                 return False
-            db.execute("UPDATE journal SET entry = ? WHERE id = ?", (encoded, entry.id))
+            db.execute(_SET_STATUS, status)
             return True
 
         return await self._call(work)
 
     async def finish(self, entry: Entry) -> None:
-        await self._call(lambda db: db.execute("DELETE FROM journal WHERE id = ?", (entry.id,)))
+        # Nobody waits: a crash before it is written sends the reply again (at least once).
+        self.writer.write_soon("DELETE FROM journal WHERE id = ?", (entry.id,))
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
-        def work(db: sqlite3.Connection) -> list[tuple[str]]:
+        def work(db: sqlite3.Connection) -> list[tuple[int, str | bytes, str | bytes | None]]:
             if conversation is None:
-                return db.execute("SELECT entry FROM journal ORDER BY seq").fetchall()
+                return db.execute("SELECT seq, entry, status FROM journal ORDER BY seq").fetchall()
             return db.execute(
-                "SELECT entry FROM journal WHERE conversation = ? ORDER BY seq", (conversation,)
+                "SELECT seq, entry, status FROM journal WHERE conversation = ? ORDER BY seq",
+                (conversation,),
             ).fetchall()
 
-        return [Entry.decode(row[0]) for row in await self._call(work)]
+        entries = []
+        for seq, record, status in await self._call(work):
+            entry = Entry.decode(record, status)
+            entry.seq = seq
+            entries.append(entry)
+        return entries
 
     # -- leases ----------------------------------------------------------------------------
 

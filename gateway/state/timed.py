@@ -74,6 +74,12 @@ class TimedStore(StateStore):
     async def acquire(self, name: str, owner: str, ttl: float) -> Lease | None:
         return await self._timed("acquire", self.inner.acquire(name, owner, ttl))
 
+    async def take_turn(
+        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+    ) -> Lease | None:
+        turn = self.inner.take_turn(name, owner, ttl, conversation, seq)
+        return await self._timed("take_turn", turn)
+
     async def renew(self, lease: Lease, ttl: float) -> bool:
         return await self._timed("renew", self.inner.renew(lease, ttl))
 

@@ -1,0 +1,212 @@
+"""Group commit for one SQLite file: a thread of its own runs the operations on one connection,
+and those that arrive while a commit is in progress share the next transaction and its one
+fsync. A caller's await returns once its operation is committed (durable, as ``synchronous``
+says); the wait is bounded by the commit in progress and its own (at most ``MAX_BATCH``
+operations each).
+
+A write that need not be durable yet (one statement: the journal's later marks) is
+committed at once on the caller's thread, the event loop, when the thread is idle and has
+nothing queued: on a second connection, without an fsync (``synchronous=NORMAL``: it
+survives a crash of the process, and reaches the disk with the thread's next commit, which
+syncs the whole write-ahead log). That costs less than the two thread switches. It never
+waits there: while the thread works, or another process holds the lock, it goes to the
+thread; checkpoints are the thread's too (none starts in a commit on the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .base import StoreUnavailable
+
+T = TypeVar("T")
+Work = Callable[[sqlite3.Connection], T]
+
+log = logging.getLogger("slashgate.state")
+
+MAX_BATCH = 256  # operations in one transaction: a short one, also under a burst
+CHECKPOINT_EVERY = 256  # commits between two checkpoints of the write-ahead log
+
+
+@dataclass(slots=True)
+class _Job:
+    work: Work[Any]
+    future: asyncio.Future[Any] | None  # None: nobody waits (errors are logged)
+    result: Any = None
+    error: Exception | None = None
+
+
+class GroupCommit:
+    """Runs operations on ``db`` in a thread, and single writes on ``quick`` (busy timeout 0,
+    ``synchronous=NORMAL``) at once, until ``stop``.
+    """
+
+    def __init__(self, db: sqlite3.Connection, quick: sqlite3.Connection) -> None:
+        self.db = db
+        self._quick = quick
+        for connection in (db, quick):
+            connection.execute("PRAGMA wal_autocheckpoint=0")  # the thread checkpoints
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="slashgate-sqlite", daemon=True)
+        self._lock = threading.Lock()  # held through a transaction, on either thread
+        self._submitted = 0  # jobs handed to the thread (counted on the loop)
+        self._settled = 0  # of them, those committed or failed (counted under the lock)
+        self._commits = 0  # since the last checkpoint
+        self._stopped: asyncio.Future[None] | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, work: Work[T]) -> asyncio.Future[T]:
+        """``work(db)`` in the thread's next transaction; settles once it is committed."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._submitted += 1
+        self._jobs.put(_Job(work, future))
+        return future
+
+    async def write(self, sql: str, params: tuple[Any, ...]) -> int:
+        """Run one statement (its row count), written before this returns."""
+        count = self._now(sql, params)
+        if count is not None:
+            return count
+        return await self.submit(lambda db: db.execute(sql, params).rowcount)
+
+    def write_soon(self, sql: str, params: tuple[Any, ...]) -> None:
+        """Run one statement, nobody waiting: at once when it can, else in the thread's next
+        transaction, before every operation asked for afterwards.
+        """
+        if self._now(sql, params) is None:
+            self._submitted += 1
+            self._jobs.put(_Job(lambda db: db.execute(sql, params), None))
+
+    async def stop(self) -> None:
+        """Commit what was submitted, then end the thread and close both connections."""
+        if self._stopped is None:
+            self._stopped = asyncio.get_running_loop().create_future()
+            self._quick.close()  # first: the thread's, the last, checkpoints the log
+            self._jobs.put(None)
+        await asyncio.shield(self._stopped)
+
+    def _now(self, sql: str, params: tuple[Any, ...]) -> int | None:
+        """The statement's row count, committed at once on ``quick``; None when the thread
+        has work (the statement would overtake it) or the file is locked.
+        """
+        idle = self._submitted == self._settled and self._stopped is None
+        if not idle or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._submitted != self._settled:
+                return None
+            try:
+                count = self._quick.execute(sql, params).rowcount  # its own transaction
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+                    return None  # another process writes: the thread waits for it
+                raise StoreUnavailable(f"SQLite: {exc}") from exc
+            self._commits += 1
+            return count
+        finally:
+            self._lock.release()
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while True:
+            first = self._jobs.get()
+            batch = [] if first is None else [first]
+            ending = first is None
+            while not ending and len(batch) < MAX_BATCH:
+                try:
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    ending = True
+                else:
+                    batch.append(job)
+            if batch:
+                with self._lock:
+                    self._commit(batch)
+                    self._settled += len(batch)
+                    self._checkpoint()
+                _settle_soon(batch)
+            if ending:
+                self.db.close()
+                stopped = self._stopped
+                if stopped is not None:
+                    _call_soon(stopped.get_loop(), _resolve, stopped)
+                return
+
+    def _commit(self, batch: list[_Job]) -> None:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            for job in batch:
+                job.result = job.work(self.db)
+            self.db.execute("COMMIT")
+            self._commits += 1
+        except Exception as exc:
+            self._rollback(exc)
+            if len(batch) > 1:  # whose it was: each again in a transaction of its own
+                for job in batch:
+                    self._commit([job])
+                return
+            batch[0].error = exc
+
+    def _rollback(self, exc: Exception) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:  # SQLite rolls back itself when it cannot go on
+                log.warning("state store: rollback failed after %s", exc)
+
+    def _checkpoint(self) -> None:
+        if self._commits < CHECKPOINT_EVERY:
+            return
+        self._commits = 0
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:  # tried again after the next commits
+            log.warning("state store: checkpoint failed: %s", exc)
+
+
+def _settle_soon(batch: list[_Job]) -> None:
+    loops: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
+    for job in batch:
+        if job.future is not None:
+            loops.setdefault(job.future.get_loop(), []).append(job)
+        elif job.error is not None:
+            log.warning("state store: a write nobody waited for failed: %s", job.error)
+    for loop, jobs in loops.items():  # one wake-up of a loop for its whole batch
+        _call_soon(loop, _settle, jobs)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # that loop is closed: nobody waits any more
+        pass
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _settle(jobs: list[_Job]) -> None:
+    for job in jobs:
+        future = job.future
+        if future is None or future.done():  # its caller was cancelled
+            continue
+        if job.error is None:
+            future.set_result(job.result)
+        elif isinstance(job.error, sqlite3.OperationalError):  # locked, disk full, I/O
+            future.set_exception(StoreUnavailable(f"SQLite: {job.error}"))
+        else:
+            future.set_exception(job.error)
