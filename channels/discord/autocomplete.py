@@ -1,0 +1,73 @@
+"""Autocomplete interactions answered from the contract's completion, as ``GET
+/v1/complete`` answers it: the conversation's commands, within Discord's 3 seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import hikari
+from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
+
+from contract import Command, complete, utf16_prefix
+
+from .commands import ARGUMENTS, TEXT, CommandList
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+MAX_CHOICES = 25
+MAX_CHOICE = 100  # characters of a choice's name and of its value
+COMMANDS_WAIT = 1.5  # seconds for the conversation's commands, then the menu's
+
+
+class Completer:
+    def __init__(
+        self,
+        gateway: Gateway,
+        channel: str,
+        commands: Callable[[], CommandList],
+        interactive_only: list[str],
+    ) -> None:
+        self.gateway = gateway
+        self.channel = channel
+        self.commands = commands
+        self.interactive_only = interactive_only
+
+    async def choices(
+        self, interaction: hikari.AutocompleteInteraction
+    ) -> list[AutocompleteChoiceBuilder]:
+        focused = next((o for o in interaction.options if o.is_focused), None)
+        if focused is None or focused.name not in (TEXT, ARGUMENTS):
+            return []
+        value = str(focused.value or "")
+        listing = self.commands()
+        if interaction.command_name == listing.umbrella:
+            prefix = "" if value.startswith("/") else "/"
+        else:
+            prefix = f"/{listing.original.get(interaction.command_name, interaction.command_name)} "
+        text = prefix + value
+        known = await self._commands(str(interaction.channel_id))
+        completion = complete(text, None, known, self.interactive_only, MAX_CHOICES)
+        start, end = utf16_prefix(text, completion.start), utf16_prefix(text, completion.end)
+        found = []
+        for item in completion.items:
+            chosen = (text[:start] + item.insert + text[end:])[len(prefix) :]
+            label = (
+                f"{item.insert.strip()} — {item.description}" if item.description else item.insert
+            )
+            if chosen and len(chosen) <= MAX_CHOICE:
+                found.append(AutocompleteChoiceBuilder(name=label[:MAX_CHOICE], value=chosen))
+        return found
+
+    async def _commands(self, conversation: str) -> tuple[Command, ...]:
+        try:
+            return await asyncio.wait_for(
+                # Shielded: a session being opened is left to open (and be released).
+                asyncio.shield(self.gateway.commands(self.channel, conversation)),
+                COMMANDS_WAIT,
+            )
+        except TimeoutError:  # the session is still opening: what everybody's menu has
+            return await self.gateway.commands()

@@ -1,0 +1,146 @@
+"""Discord on hikari: application commands over HTTP at ``POST /discord/interactions`` on
+the gateway's own aiohttp server; replies, follow-ups and the command list through hikari's
+REST client (``discord_api_base``).
+
+Plain messages (DMs, mentions) would need a Gateway connection: not served (docs/discord.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import aiohttp
+import hikari
+
+from gateway.channel import Channel
+from gateway.inbound import InboundMessage, ReplySink
+from gateway.state import Entry
+
+from .autocomplete import Completer
+from .endpoint import PATH, InteractionsEndpoint
+from .files import DiscordFiles
+from .inputs import DiscordInputs
+from .messages import why
+from .permissions import Permissions
+from .settings import DiscordSettings
+from .signature import Verifier
+from .sync import CommandSync
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from contract import Command
+    from gateway.core import Gateway
+
+log = logging.getLogger("slashgate.discord")
+
+
+def rest_bot(settings: DiscordSettings) -> hikari.RESTBot:
+    """hikari's REST bot, quiet: no banner, the gateway's logging left as it is."""
+    if settings.discord_token is None or settings.discord_public_key is None:
+        raise ValueError("the Discord channel needs discord_token and discord_public_key")
+    return hikari.RESTBot(
+        settings.discord_token.get_secret_value(),
+        "Bot",
+        public_key=settings.discord_public_key,
+        banner=None,
+        logs=None,
+        suppress_optimization_warning=True,
+        rest_url=settings.discord_api_base,
+        http_settings=hikari.impl.HTTPSettings(
+            timeouts=hikari.impl.HTTPTimeoutSettings(total=settings.platform_timeout)
+        ),
+    )
+
+
+class DiscordChannel(Channel):
+    name = "discord"
+
+    def __init__(self, gateway: Gateway, settings: DiscordSettings) -> None:
+        super().__init__(gateway, settings)
+        self.bot = rest_bot(settings)
+        rest = self.bot.rest
+        assert isinstance(rest, hikari.impl.RESTClientImpl)  # what RESTBot makes
+        self.rest = rest  # started and closed here (RESTBot.start would open its own server)
+        assert settings.discord_public_key is not None  # rest_bot checked it
+        self.sync = CommandSync(
+            self.bot.rest, settings.discord_umbrella_command, settings.discord_guild_ids
+        )
+        self.sync.update(gateway.host_commands())
+        self.permissions = Permissions(gateway, self.name)
+        self.inputs = DiscordInputs(
+            gateway,
+            self.name,
+            self.bot.rest,
+            DiscordFiles(settings),
+            self.permissions,
+            lambda: self.sync.commands,
+            settings.discord_edit_interval,
+        )
+        completer = Completer(
+            gateway, self.name, lambda: self.sync.commands, settings.interactive_only
+        )
+        self.endpoint = InteractionsEndpoint(
+            Verifier(settings.discord_public_key),
+            self.bot.entity_factory,
+            self.inputs,
+            self.permissions,
+            completer,
+            settings.webhook_max_body,
+        )
+        self._settings = settings
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_post(PATH, self.endpoint.handle)
+
+    async def start(self) -> None:
+        self.rest.start()
+        self.inputs.session = aiohttp.ClientSession()
+        self.gateway.subscribe(self.inventory_changed)
+        menu = self.gateway.menu()
+        if menu is not None:
+            self.sync.update(menu)
+        if self._settings.discord_sync_commands:
+            self.inputs.spawn(self._publish())
+
+    def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
+        self.sync.update(inventory)
+        if self._settings.discord_sync_commands and not self.inputs.stopping:
+            self.inputs.spawn(self._publish())
+
+    async def _publish(self) -> None:
+        try:
+            await self.sync.publish()
+        except hikari.HikariError as exc:  # the commands Discord has stay as they were
+            log.warning("publishing the Discord commands failed: %s", why(exc))
+        except Exception:  # an answer hikari could not read: the same, with its traceback
+            log.exception("publishing the Discord commands failed")
+
+    async def stop(self) -> None:
+        self.inputs.stopping = True  # from now on Discord is told to come back later
+        await self.inputs.drain(self._settings.cancel_grace)
+        if self.inputs.session is not None:
+            await self.inputs.session.close()
+        await self.rest.close()
+
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        interaction = self.bot.entity_factory.deserialize_interaction(entry.body["interaction"])
+        if not isinstance(interaction, hikari.CommandInteraction):
+            return None
+        return await self.inputs.recovered(entry, interaction)
+
+    async def readiness(self) -> str | None:
+        return "stopping" if self.inputs.stopping else None
+
+    async def check(self) -> str:
+        self.rest.start()
+        try:
+            application = await self.rest.fetch_application()
+        finally:
+            await self.rest.close()
+        return f"application {application.name} (id {application.id})"
+
+    def describe(self) -> str:
+        umbrella = self._settings.discord_umbrella_command
+        return f"discord (HTTP POST {PATH}; umbrella command /{umbrella})"

@@ -1,0 +1,108 @@
+"""``POST /discord/interactions``: the signature checked first (401, nothing run), then the
+interaction read by hikari's entity factory and answered with its response builders: PING
+with PONG, a command with a deferred response (it runs after), autocomplete with choices,
+a permission button with the message it updates.
+
+Every answer that is not Discord's is in the webhook channel's error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import hikari
+from aiohttp import web
+from hikari.api import EntityFactory
+from hikari.api.special_endpoints import InteractionResponseBuilder
+
+from channels.webhook.wire import error_body
+from gateway.body import BodyError, parse_json, read_body
+from gateway.state import StoreUnavailable
+
+from .autocomplete import Completer
+from .inputs import DiscordInputs
+from .permissions import Permissions
+from .signature import Verifier
+
+log = logging.getLogger("slashgate.discord")
+
+PATH = "/discord/interactions"
+PING, PONG = 1, 1
+RETRY_AFTER = "1"  # seconds, in the 503 answered while the channel stops
+UNAVAILABLE = "The gateway's store is unavailable: nothing was run. Try again in a moment."
+
+
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.json_response(error_body(code, message), status=status, headers=headers)
+
+
+class InteractionsEndpoint:
+    def __init__(
+        self,
+        verifier: Verifier,
+        entities: EntityFactory,
+        inputs: DiscordInputs,
+        permissions: Permissions,
+        completer: Completer,
+        max_body: int,
+    ) -> None:
+        self._verifier = verifier
+        self._entities = entities
+        self._inputs = inputs
+        self._permissions = permissions
+        self._completer = completer
+        self._max_body = max_body
+
+    async def handle(self, request: web.Request) -> web.Response:
+        try:
+            raw = await read_body(request, self._max_body)
+        except BodyError as exc:
+            return _error(exc.status, exc.code, exc.message)
+        if not self._verifier.signed(request, raw):
+            return _error(401, "unauthorized", "invalid or expired Discord signature")
+        try:
+            payload = parse_json(raw)
+        except BodyError as exc:
+            return _error(exc.status, exc.code, exc.message)
+        if not isinstance(payload, dict) or not isinstance(payload.get("type"), int):
+            return _error(400, "invalid_request", "not a Discord interaction")
+        if payload["type"] == PING:  # Discord checks the endpoint with it
+            return web.json_response({"type": PONG})
+        if self._inputs.stopping:
+            return _error(
+                503, "service_unavailable", "the gateway is stopping", {"Retry-After": RETRY_AFTER}
+            )
+        try:
+            interaction = self._entities.deserialize_interaction(payload)
+        except Exception:  # signed, but not an interaction hikari can read
+            log.warning("a Discord interaction could not be read", exc_info=True)
+            return _error(400, "invalid_request", "unprocessable Discord interaction")
+        if isinstance(interaction, hikari.CommandInteraction):
+            response = await self._command(interaction, payload)
+        elif isinstance(interaction, hikari.AutocompleteInteraction):
+            response = interaction.build_response(await self._completer.choices(interaction))
+        elif isinstance(interaction, hikari.ComponentInteraction):
+            response = await self._permissions.answer(interaction)
+        else:
+            return _error(400, "invalid_request", "an interaction this gateway does not take")
+        body, _ = response.build(self._entities)
+        return web.json_response(body)
+
+    async def _command(
+        self, interaction: hikari.CommandInteraction, payload: dict[str, Any]
+    ) -> InteractionResponseBuilder:
+        """Journaled, then deferred: the reply edits the deferred response."""
+        invocation = self._inputs.read(interaction, payload)
+        try:
+            await self._inputs.accept(invocation, payload)
+        except StoreUnavailable as exc:  # Discord never delivers an interaction again
+            log.warning("a Discord interaction was not taken: %s", exc)
+            told = interaction.build_response().set_content(UNAVAILABLE)
+            return told.set_flags(hikari.MessageFlag.EPHEMERAL)
+        deferred = interaction.build_deferred_response()
+        if invocation.target.ephemeral:
+            deferred.set_flags(hikari.MessageFlag.EPHEMERAL)
+        return deferred

@@ -1,0 +1,161 @@
+"""What the Discord channel does with a command interaction: journal it (its id is the claim:
+a replayed delivery runs once) before Discord is answered, then run it in the background
+with its sink, telling its user once when it fails or the channel stops first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import hikari
+
+from gateway.attachments import AttachmentError
+from gateway.inbound import Attachment, InboundMessage, ReplySink
+from gateway.state import Entry
+from gateway.tasks import BackgroundTasks
+
+from .commands import CommandList
+from .files import DiscordFile, DiscordFiles, discord_file
+from .messages import Messages
+from .permissions import Permissions
+from .sink import DiscordSink
+from .target import Target
+
+if TYPE_CHECKING:
+    from gateway.core import Gateway
+
+log = logging.getLogger("slashgate.discord")
+
+STOPPED = "the gateway stopped before the reply was finished"
+
+
+class Invocation:
+    """A command interaction read as the contract reads input: its text, files and target."""
+
+    def __init__(
+        self,
+        interaction: hikari.CommandInteraction,
+        payload: dict[str, Any],
+        commands: CommandList,
+        host: frozenset[str],
+    ) -> None:
+        options = {o.name: o.value for o in interaction.options or ()}
+        self.text = commands.text(interaction.command_name, options)
+        resolved = (payload.get("data") or {}).get("resolved") or {}
+        attached = resolved.get("attachments") or {}
+        found = (
+            discord_file(attached.get(str(o.value)) or {}, index)
+            for index, o in enumerate(interaction.options or (), 1)
+            if o.type == hikari.OptionType.ATTACHMENT
+        )
+        self.files: tuple[DiscordFile, ...] = tuple(f for f in found if f is not None)
+        first = self.text[1:].split(maxsplit=1)
+        self.target = Target(
+            application=int(interaction.application_id),
+            token=interaction.token,
+            conversation=str(interaction.channel_id),
+            user=str(interaction.user.id),
+            # A host command's answer (/help, /status) is for the one who asked.
+            ephemeral=bool(first) and first[0].lower() in host,
+        )
+        self.message_id = str(interaction.id)
+        self.guild = str(interaction.guild_id) if interaction.guild_id else None
+
+
+class DiscordInputs:
+    def __init__(
+        self,
+        gateway: Gateway,
+        name: str,
+        rest: hikari.api.RESTClient,
+        files: DiscordFiles,
+        permissions: Permissions,
+        commands: Callable[[], CommandList],
+        interval: float,
+    ) -> None:
+        self.gateway = gateway
+        self.name = name
+        self.rest = rest
+        self.files = files
+        self.permissions = permissions
+        self.commands = commands
+        self.interval = interval
+        self.session: aiohttp.ClientSession | None = None  # for files; made at start
+        self.stopping = False
+        self._tasks = BackgroundTasks()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        self._tasks.spawn(work)
+
+    def read(self, interaction: hikari.CommandInteraction, payload: dict[str, Any]) -> Invocation:
+        host = frozenset(c.name.lower() for c in self.gateway.host_commands())
+        return Invocation(interaction, payload, self.commands(), host)
+
+    async def accept(self, invocation: Invocation, payload: dict[str, Any]) -> bool:
+        """Journal the interaction and run it in the background; False for a replay.
+        StoreUnavailable propagates: nothing runs.
+        """
+        claim = f"discord:interaction:{invocation.message_id}"
+        record = {"interaction": payload}
+        entry = await self.gateway.accept(self.name, invocation.target.conversation, record, claim)
+        if entry is None:
+            self.gateway.metrics.dedupe_hit(self.name)
+            return False
+        self._tasks.spawn(self._handle(invocation, entry))
+        return True
+
+    async def recovered(
+        self, entry: Entry, interaction: hikari.CommandInteraction
+    ) -> tuple[InboundMessage, ReplySink] | None:
+        invocation = self.read(interaction, entry.body["interaction"])
+        try:
+            return await self._message(invocation), self._sink(invocation)
+        except AttachmentError as exc:
+            log.warning("a journaled Discord interaction cannot run again: %s", exc)
+            return None
+
+    async def drain(self, grace: float) -> None:
+        await self._tasks.drain(grace)
+
+    async def _message(self, invocation: Invocation) -> InboundMessage:
+        """The message, its files fetched (AttachmentError when they cannot be)."""
+        attachments: tuple[Attachment, ...] = ()
+        if invocation.files:
+            assert self.session is not None  # made at start
+            attachments = await self.files.fetch(self.session, invocation.files)
+        return InboundMessage(
+            channel=self.name,
+            conversation=invocation.target.conversation,
+            user=invocation.target.user,
+            text=invocation.text,
+            message_id=invocation.message_id,
+            attachments=attachments,
+            meta={"guild": invocation.guild},
+        )
+
+    def _sink(self, invocation: Invocation) -> DiscordSink:
+        return DiscordSink(Messages(self.rest, invocation.target), self.permissions, self.interval)
+
+    async def _handle(self, invocation: Invocation, entry: Entry) -> None:
+        sink = self._sink(invocation)
+        try:
+            await self.gateway.handle(await self._message(invocation), sink, entry)
+        except AttachmentError as exc:  # one reply; nothing goes to the runtime
+            await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
+        except Exception as exc:  # a bug in the pipeline still reaches the user, once
+            log.exception("handling a Discord interaction failed")
+            if not sink.finished:
+                error = str(exc) or type(exc).__name__
+                await sink.final(self.gateway.failure_reply("generic", None, error))
+        except asyncio.CancelledError:  # still running when the channel stopped
+            if not sink.finished:
+                await sink.final(self.gateway.failure_reply("generic", None, STOPPED))
+            raise
+        finally:
+            await sink.aclose()
+            if sink.finished:  # told: nothing left to recover (else the next start runs it)
+                await self.gateway.journal.finish(entry)

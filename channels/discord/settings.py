@@ -1,0 +1,60 @@
+"""The Discord channel's settings (``[discord]``, ``SLASHGATE_DISCORD_*``): on when the bot
+token and the application's public key are set.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import SecretStr, field_validator, model_validator
+
+from gateway.settings import CoreSettings
+
+_NEEDED = ("discord_token", "discord_public_key")
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")  # an Ed25519 public key: 32 bytes
+
+
+class DiscordSettings(CoreSettings):
+    discord_token: SecretStr | None = None  # the bot token (Bot tab of the application)
+    discord_public_key: str | None = None  # General Information: verifies each interaction
+    discord_api_base: str = "https://discord.com/api/v10"
+    discord_umbrella_command: str = "agent"
+    # Publish the commands in these guilds (instant, for development) instead of globally.
+    discord_guild_ids: tuple[int, ...] = ()
+    # Publish the command list at start and whenever the runtime's changes (bulk overwrite,
+    # only when it differs from what Discord has); off: only `slashgate discord sync` does.
+    discord_sync_commands: bool = True
+    # Seconds between two edits of a streamed reply (Discord allows about 5 per 5 seconds).
+    discord_edit_interval: float = 1.0
+
+    @model_validator(mode="after")
+    def _discord_is_wholly_set(self) -> Self:
+        # A half-set channel would be silently off: say which setting is missing instead.
+        if any(getattr(self, name) for name in _NEEDED):
+            for name in _NEEDED:
+                if not getattr(self, name):
+                    raise ValueError(
+                        f"{name} is not set: the Discord channel needs discord_token and "
+                        f"discord_public_key (SLASHGATE_{name.upper()})"
+                    )
+        return self
+
+    @field_validator("discord_public_key")
+    @classmethod
+    def _public_key_is_hex(cls, value: str | None) -> str | None:
+        if value is not None and not _HEX_KEY.fullmatch(value.strip()):
+            raise ValueError("must be the application's public key: 64 hexadecimal characters")
+        return value.strip() if value is not None else None
+
+    @field_validator("discord_umbrella_command")
+    @classmethod
+    def _umbrella_is_a_name(cls, value: str) -> str:
+        name = value.lower().lstrip("/")
+        if not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
+            raise ValueError("must be a Discord command name: 1-32 of a-z, 0-9, - and _")
+        return name
+
+
+def enabled(settings: DiscordSettings) -> bool:
+    return bool(settings.discord_token and settings.discord_public_key)

@@ -1,0 +1,84 @@
+"""One interaction's reply in Discord: the deferred response edited as the runtime writes
+(at most once per ``interval``), then the final reply in it and follow-ups for the rest.
+
+A rejection (and a host command's answer) is for the user alone: the deferred response was
+ephemeral when that was known at once; otherwise the public "thinking" response is deleted
+and the rejection follows ephemerally.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from contract import Classification, ComposerInputMessage
+from gateway.events import PermissionRequired, RuntimeEvent
+from gateway.inbound import Reply, ReplySink
+
+from .messages import Messages
+from .permissions import Permissions
+from .render import messages, preview
+
+
+class DiscordSink(ReplySink):
+    def __init__(self, messages: Messages, permissions: Permissions, interval: float) -> None:
+        self.messages = messages
+        self.permissions = permissions
+        self.interval = interval
+        self.finished = False
+        self._accepted = False
+        self._text = ""
+        self._dirty = asyncio.Event()
+        self._stream: asyncio.Task[None] | None = None
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        self._accepted = True
+
+    async def delta(self, text: str) -> None:
+        self._text += text
+        self._dirty.set()
+        if self._stream is None:
+            self._stream = asyncio.create_task(self._streaming())
+
+    async def event(self, event: RuntimeEvent) -> None:
+        if isinstance(event, PermissionRequired):
+            text, rows = self.permissions.prompt(event, self.messages.target)
+            if await self.messages.follow_up(text, False, rows) is None:
+                # Without the buttons the user would not know the turn waits for them.
+                options = ", ".join(o.name or o.option_id for o in event.options)
+                await self.messages.follow_up(f"{text}\n{options}", False)
+
+    async def final(self, reply: Reply) -> None:
+        self.finished = True
+        await self.aclose()
+        parts = messages(reply)
+        target = self.messages.target
+        private = reply.category is not None and not self._accepted
+        if private and not target.ephemeral and await self.messages.delete():
+            for part in parts:
+                if await self.messages.follow_up(part, True) is None:
+                    return
+            return
+        if not await self.messages.edit(parts[0]):
+            return
+        for part in parts[1:]:
+            if await self.messages.follow_up(part, target.ephemeral) is None:
+                return  # logged; the rest of a reply with a hole would mislead
+
+    async def aclose(self) -> None:
+        """Stop streaming (the input is over, with or without a final reply)."""
+        if self._stream is not None:
+            self._stream.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stream
+            self._stream = None
+
+    async def _streaming(self) -> None:
+        """Show the text so far, then wait out the interval; again while more came."""
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            await self.messages.edit(preview(self._text))
+            await asyncio.sleep(self.interval)

@@ -1,0 +1,228 @@
+"""A fake Discord for tests: the REST API the channel calls through hikari (application,
+commands, interaction responses and follow-ups) and a file host, on an ephemeral 127.0.0.1
+port. It records every call, and keeps each interaction's replies as a user would see them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+APPLICATION = 4242
+BOT_TOKEN = "discord-bot-token"
+BOT_USER = {"id": "4242", "username": "gw_bot", "discriminator": "0", "avatar": None, "bot": True}
+EPHEMERAL = 64
+BODY = web.RequestKey("body", object)
+LIMIT = 2000  # characters of a message's content, as Discord refuses longer ones
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    body: Any
+    authorization: str | None
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Message:
+    """One message of an interaction's replies: the original response or a follow-up."""
+
+    id: int
+    content: str
+    flags: int = 0
+    components: list[dict[str, Any]] = field(default_factory=list)
+    edits: list[str] = field(default_factory=list)  # every content it showed, in order
+    deleted: bool = False
+
+    @property
+    def ephemeral(self) -> bool:
+        return bool(self.flags & EPHEMERAL)
+
+
+@dataclass
+class FakeDiscord:
+    api_base: str = ""
+    calls: list[Call] = field(default_factory=list)
+    originals: dict[str, Message] = field(default_factory=dict)  # by interaction token
+    follow_ups: dict[str, list[Message]] = field(default_factory=lambda: defaultdict(list))
+    commands: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by scope
+    files: dict[str, bytes] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
+
+    def file_url(self, name: str) -> str:
+        return self.api_base.replace("/api/v10", "") + f"/files/{name}"
+
+    def replies(self, token: str) -> list[Message]:
+        """What the user sees for the interaction of ``token``: the original response (unless
+        deleted) and the follow-ups, in order.
+        """
+        original = self.originals.get(token)
+        shown = [original] if original is not None and not original.deleted else []
+        return shown + self.follow_ups.get(token, [])
+
+    def writes(self, method: str, fragment: str = "") -> list[Call]:
+        return [c for c in self.calls if c.method == method and fragment in c.path]
+
+    # -- the API ----------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._record])
+        api = "/api/v10"
+        app.router.add_get(f"{api}/oauth2/applications/@me", self._application)
+        app.router.add_get(f"{api}/applications/{{app}}/commands", self._get_commands)
+        app.router.add_put(f"{api}/applications/{{app}}/commands", self._put_commands)
+        guild = f"{api}/applications/{{app}}/guilds/{{guild}}/commands"
+        app.router.add_get(guild, self._get_commands)
+        app.router.add_put(guild, self._put_commands)
+        hook = f"{api}/webhooks/{{app}}/{{token}}"
+        app.router.add_post(hook, self._follow_up)
+        app.router.add_patch(f"{hook}/messages/@original", self._edit_original)
+        app.router.add_delete(f"{hook}/messages/@original", self._delete_original)
+        app.router.add_get("/files/{name}", self._file)
+        return app
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        body: Any = None
+        if request.can_read_body:
+            raw = await request.read()
+            body = json.loads(raw) if request.content_type == "application/json" else raw
+        self.calls.append(
+            Call(request.method, request.path, body, request.headers.get("Authorization"))
+        )
+        request[BODY] = body
+        return await handler(request)
+
+    async def _application(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                "id": str(APPLICATION),
+                "name": "gw",
+                "icon": None,
+                "description": "",
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "verify_key": "00" * 32,
+                "flags": 0,
+                "owner": BOT_USER,
+                "team": None,
+                "approximate_guild_count": 1,
+                "approximate_user_install_count": 0,
+            }
+        )
+
+    def _scope(self, request: web.Request) -> str:
+        return request.match_info.get("guild", "global")
+
+    async def _get_commands(self, request: web.Request) -> web.Response:
+        return web.json_response(self.commands.get(self._scope(request), []))
+
+    async def _put_commands(self, request: web.Request) -> web.Response:
+        stored = []
+        for command in request[BODY]:
+            entry = {
+                "id": str(next(self._ids)),
+                "application_id": str(APPLICATION),
+                "version": str(next(self._ids)),
+                "type": 1,
+                "default_member_permissions": None,
+                "nsfw": False,
+                **command,
+            }
+            if self._scope(request) != "global":
+                entry["guild_id"] = self._scope(request)
+            stored.append(entry)
+        self.commands[self._scope(request)] = stored
+        return web.json_response(stored)
+
+    def _message(self, message: Message) -> dict[str, Any]:
+        return {
+            "id": str(message.id),
+            "channel_id": "1",
+            "author": BOT_USER,
+            "content": message.content,
+            "timestamp": "2024-01-01T00:00:00+00:00",
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": message.flags,
+            "components": message.components,
+        }
+
+    @staticmethod
+    def _too_long(body: dict[str, Any]) -> web.Response | None:
+        if len(body.get("content") or "") > LIMIT:
+            error = {"code": 50035, "message": "Invalid Form Body", "errors": {}}
+            return web.json_response(error, status=400)
+        return None
+
+    async def _edit_original(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        refused = self._too_long(body)
+        if refused is not None:
+            return refused
+        token = request.match_info["token"]
+        message = self.originals.setdefault(token, Message(next(self._ids), ""))
+        if "content" in body:
+            message.content = body["content"] or ""
+            message.edits.append(message.content)
+        if "components" in body:
+            message.components = body["components"] or []
+        return web.json_response(self._message(message))
+
+    async def _delete_original(self, request: web.Request) -> web.Response:
+        token = request.match_info["token"]
+        self.originals.setdefault(token, Message(next(self._ids), "")).deleted = True
+        return web.Response(status=204)
+
+    async def _follow_up(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        refused = self._too_long(body)
+        if refused is not None:
+            return refused
+        message = Message(
+            next(self._ids),
+            body.get("content") or "",
+            int(body.get("flags") or 0),
+            body.get("components") or [],
+        )
+        message.edits.append(message.content)
+        self.follow_ups[request.match_info["token"]].append(message)
+        return web.json_response(self._message(message))
+
+    async def _file(self, request: web.Request) -> web.Response:
+        data = self.files.get(request.match_info["name"])
+        if data is None:
+            return web.Response(status=404)
+        return web.Response(body=data, content_type="application/octet-stream")
+
+
+@asynccontextmanager
+async def fake_discord() -> AsyncIterator[FakeDiscord]:
+    fake = FakeDiscord()
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    fake.api_base = f"http://127.0.0.1:{port}/api/v10"
+    try:
+        yield fake
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,54 @@
+"""The gateway with its Discord channel against the fake Discord."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from pydantic import SecretStr
+
+from channels.discord.channel import DiscordChannel
+from gateway.runtimes import Runtime
+from gateway.server import Running
+
+from .fake import BOT_TOKEN, FakeDiscord, Message
+from .interactions import PUBLIC_KEY, DiscordClient
+
+ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]
+WAIT = 5.0  # seconds any awaited step may take before a test fails
+
+
+@dataclass
+class Harness:
+    fake: FakeDiscord
+    server: Running
+    channel: DiscordChannel
+    discord: DiscordClient
+
+    async def replies(self, token: str) -> list[Message]:
+        """The interaction's replies, once its input is done."""
+        await self.channel.inputs.drain(WAIT)
+        return self.fake.replies(token)
+
+
+@asynccontextmanager
+async def discord_gateway(
+    gateway_server: ServerFactory,
+    fake: FakeDiscord,
+    runtime: Runtime | None = None,
+    **overrides: Any,
+) -> AsyncIterator[Harness]:
+    """The gateway (webhook + Discord) on an ephemeral port, talking to ``fake``."""
+    settings: dict[str, Any] = {
+        "discord_token": SecretStr(BOT_TOKEN),
+        "discord_public_key": PUBLIC_KEY,
+        "discord_api_base": fake.api_base,
+        "discord_edit_interval": 0.05,
+        **overrides,
+    }
+    async with gateway_server(runtime, **settings) as server, aiohttp.ClientSession() as session:
+        channel = next(c for c in server.channels if isinstance(c, DiscordChannel))
+        yield Harness(fake, server, channel, DiscordClient(session, server.url))
