@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from yarl import URL
 
 from . import stream
+from .ids import principal_url
 from .wire import BAD_RESPONSE, DUPLICATE_URL, ElectricError, Entity, EntityType
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -127,6 +128,32 @@ class ElectricClient:
     ) -> None:
         path = f"{_entity_path(type_name, entity_id)}/send"
         await self._request("POST", path, message, principal)
+
+    async def send_as_user(
+        self, type_name: str, entity_id: str, message: dict[str, Any], principal: str
+    ) -> None:
+        """Send as a chat user. Only the entity's creator (the gateway) and its grantees may
+        write to it (permissions.ts): a user's first send is refused (401) until the gateway
+        grants that one principal write, then sent again. A grant the gateway may not give
+        leaves the user with the send's refusal.
+        """
+        try:
+            await self.send(type_name, entity_id, message, principal)
+            return
+        except ElectricError as exc:
+            if exc.status != 401:
+                raise
+            refused = exc
+        grant = {
+            "subject_kind": "principal",
+            "subject_value": principal_url(principal),
+            "permission": "write",
+        }
+        try:
+            await self.grant(type_name, entity_id, grant)
+        except ElectricError:
+            raise refused from None
+        await self.send(type_name, entity_id, message, principal)
 
     async def grant(self, type_name: str, entity_id: str, grant: dict[str, Any]) -> None:
         """Add a permission grant (needs ``manage`` on the entity: its creator has it)."""

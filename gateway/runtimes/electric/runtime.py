@@ -15,6 +15,7 @@ from ...metrics import StoreObserver
 from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
+from .host import Declares
 from .ids import check_prefix
 from .session import ElectricSession
 from .wire import ElectricError
@@ -36,6 +37,8 @@ class ElectricRuntime(Runtime):
     def __init__(self, settings: Settings, store: StateStore | None = None) -> None:
         self.settings = settings
         self.prefix = check_prefix(settings.electric_id_prefix)
+        self.entity_type = settings.electric_entity_type
+        self.live = settings.electric_live
         principal = settings.electric_principal
         if principal is not None and not _PRINCIPAL.fullmatch(principal):
             raise ValueError(
@@ -51,7 +54,7 @@ class ElectricRuntime(Runtime):
         self.clock = time.monotonic
         self._static_read: float | None = None  # ``clock`` time the last read began
         # Open conversations: each gets a change of the type's list.
-        self.sessions: weakref.WeakSet[ElectricSession] = weakref.WeakSet()
+        self.sessions: weakref.WeakSet[Declares] = weakref.WeakSet()
 
     async def start(self) -> None:
         await self.store.open()
@@ -84,7 +87,7 @@ class ElectricRuntime(Runtime):
 
     async def readiness(self) -> str | None:
         try:
-            await self.client.entity_type(self.settings.electric_entity_type)
+            await self.client.entity_type(self.entity_type)
         except ElectricError as exc:
             return f"{self.client.shown} answered {exc}"
         except REQUEST_ERRORS as exc:
@@ -103,7 +106,7 @@ class ElectricRuntime(Runtime):
         if not fresh and last is not None and self.clock() - last < self.type_refresh:
             return self.static
         self._static_read = self.clock()
-        entity_type = await self.client.entity_type(self.settings.electric_entity_type)
+        entity_type = await self.client.entity_type(self.entity_type)
         static = tuple(c.command() for c in entity_type.slash_commands or ())
         if static != self.static:
             self.static = static
@@ -117,7 +120,7 @@ class ElectricRuntime(Runtime):
         except ElectricError as exc:
             log.error(
                 "cannot read the entity type %s at %s: %s; every input fails until this is fixed",
-                self.settings.electric_entity_type,
+                self.entity_type,
                 self.client.shown,
                 exc.describe(),
             )
@@ -131,4 +134,4 @@ class ElectricRuntime(Runtime):
         return None
 
     def describe(self) -> str:
-        return f"electric ({self.client.shown}, entity type {self.settings.electric_entity_type})"
+        return f"electric ({self.client.shown}, entity type {self.entity_type})"

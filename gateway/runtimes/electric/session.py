@@ -9,156 +9,33 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 import aiohttp
 
-from contract import Category, Command
+from contract import Command
 
 from ...attachments import with_parts
-from ...events import (
-    ErrorEvent,
-    MessageDelta,
-    MessageEnd,
-    RuntimeEvent,
-    SessionUpdated,
-    ToolEnd,
-    ToolRunning,
-    ToolStart,
-)
+from ...events import ErrorEvent, MessageEnd, RuntimeEvent, SessionUpdated
 from ..base import RuntimeSession, Turn, UpdateListener
 from .client import REQUEST_ERRORS
-from .ids import entity_id, generation_id, principal_url, user_principal
+from .host import EntityHost
+from .ids import entity_id, generation_id, user_principal
 from .inventory import Inventory
 from .stream import START, Batch
-from .wire import FORK_IN_PROGRESS, HANDLER_FAILED, ElectricError, Entity
-
-if TYPE_CHECKING:
-    from .runtime import ElectricRuntime
+from .turn import EntityTurn, http_failure, network_failure
+from .wire import ElectricError, Entity
 
 log = logging.getLogger("slashgate.electric")
 
-# How the runtime's finish_reason reads as a unified stop reason.
-_STOP_REASONS = {
-    "stop": "end_turn",
-    "aborted": "cancelled",
-    "cancelled": "cancelled",
-    "length": "max_tokens",
-    "max_tokens": "max_tokens",
-    "content-filter": "refusal",
-    "refusal": "refusal",
-}
 # The base entity's tag naming the conversation's current generation (the count of /new).
 GENERATION_TAG = "slashgate-generation"
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 REFRESH_WAIT = 3.0  # seconds an input naming an unlisted command waits for the type's list
 
 
-def http_failure(exc: ElectricError) -> ErrorEvent:
-    """A refused request as the user's failure. The category comes from the status and code,
-    never from the message (``Entity not found`` is no unknown command): a fork in progress
-    passes (busy); everything else, 409 NOT_RUNNING included (a stopped entity stays
-    stopped), is generic with the server's message.
-    """
-    category: Category = "busy" if exc.code == FORK_IN_PROGRESS else "generic"
-    return ErrorEvent(category, exc.describe())
-
-
-def network_failure(base: str, exc: BaseException) -> ErrorEvent:
-    detail = str(exc) or type(exc).__name__
-    return ErrorEvent("generic", f"cannot reach the Electric Agents server at {base} ({detail})")
-
-
-@dataclass(slots=True)
-class _Turn:
-    """The run answering one send: the first run after our inbox event."""
-
-    key: str
-    events: asyncio.Queue[RuntimeEvent] = field(default_factory=asyncio.Queue)
-    inbox_seen: bool = False
-    run_id: str | None = None
-    text_id: str | None = None
-    error: ErrorEvent | None = None
-    done: bool = False
-    tools: set[str] = field(default_factory=set)  # keys of this run's tool calls
-
-    def finish(self, event: RuntimeEvent) -> None:
-        if not self.done:
-            self.done = True
-            self.events.put_nowait(event)
-
-    def feed(self, event: dict[str, Any]) -> None:
-        kind, key = event.get("type"), event.get("key")
-        value = event.get("value")
-        value = value if isinstance(value, dict) else {}
-        if kind == "inbox":
-            self.inbox_seen = self.inbox_seen or key == self.key
-        elif not self.inbox_seen or self.done:
-            return
-        elif kind == "run":
-            self._run(key, value, (event.get("headers") or {}).get("operation"))
-        elif kind == "text_delta":
-            if self.run_id is not None and value.get("run_id") == self.run_id:
-                self._delta(value)
-        elif kind == "error":
-            self._error(value)
-        elif kind == "tool_call":
-            # Updates of a call may leave out its run: the call's key is enough once known.
-            if key in self.tools or (self.run_id and value.get("run_id") == self.run_id):
-                self._tool(str(key), value)
-        elif kind == "step" and self.run_id and value.get("run_id") == self.run_id:
-            if isinstance(value.get("model_id"), str):
-                self.events.put_nowait(SessionUpdated(current_model=value["model_id"]))
-
-    def _tool(self, key: str, value: dict[str, Any]) -> None:
-        """A ``tool_call`` row (inserted when the call starts, then updated by key)."""
-        status = value.get("status")
-        self.tools.add(key)
-        if status == "started":
-            self.events.put_nowait(ToolStart(key, str(value.get("tool_name") or "tool")))
-        elif status == "executing":
-            self.events.put_nowait(ToolRunning(key))
-        elif status in ("completed", "failed"):
-            result = value.get("error") if status == "failed" else value.get("result")
-            output = result if isinstance(result, str) else None
-            self.events.put_nowait(ToolEnd(key, status, output or None))
-
-    def _run(self, key: Any, value: dict[str, Any], operation: Any) -> None:
-        if self.run_id is None:
-            if operation == "insert" and isinstance(key, str):
-                self.run_id = key
-            return
-        status = value.get("status")
-        if key != self.run_id or status not in ("completed", "failed"):
-            return
-        reason = str(value.get("finish_reason") or "")
-        if status == "failed":
-            self.finish(self.error or ErrorEvent.from_text(f"the run failed ({reason})"))
-        else:
-            self.finish(MessageEnd(_STOP_REASONS.get(reason, "end_turn")))
-
-    def _delta(self, value: dict[str, Any]) -> None:
-        delta, text_id = value.get("delta"), value.get("text_id")
-        if not isinstance(delta, str) or not delta:
-            return
-        if self.text_id is not None and text_id != self.text_id:
-            self.events.put_nowait(MessageDelta("\n\n"))  # a new message of the same run
-        self.text_id = text_id
-        self.events.put_nowait(MessageDelta(delta))
-
-    def _error(self, value: dict[str, Any]) -> None:
-        message = str(value.get("message") or value.get("error_code") or "")
-        error = ErrorEvent.from_text(message or "failed")
-        run_id = value.get("run_id")
-        if run_id is None or value.get("error_code") == HANDLER_FAILED:
-            self.finish(error)  # the handler or the wake failed: no run will end it
-        elif run_id == self.run_id:
-            self.error = error  # decides the outcome if the run then fails
-
-
 class ElectricSession(RuntimeSession):
-    def __init__(self, runtime: ElectricRuntime, key: str, updates: UpdateListener) -> None:
+    def __init__(self, runtime: EntityHost, key: str, updates: UpdateListener) -> None:
         self.runtime = runtime
         self.key = key
         self.base_id = entity_id(runtime.prefix, key)
@@ -170,7 +47,7 @@ class ElectricSession(RuntimeSession):
         self._dirty = False  # the offset applied is newer than the one saved
         self._reader: asyncio.Task[None] | None = None
         self._reported = False  # the inventory went out (once caught up): changes go at once
-        self._turn: _Turn | None = None
+        self._turn: EntityTurn | None = None
         self._ready = asyncio.Lock()
 
     @property
@@ -179,7 +56,7 @@ class ElectricSession(RuntimeSession):
 
     @property
     def state_key(self) -> str:
-        return f"electric:stream:{self.runtime.settings.electric_entity_type}/{self.entity_id}"
+        return f"electric:stream:{self.runtime.entity_type}/{self.entity_id}"
 
     # -- the entity and its stream ---------------------------------------------------------
 
@@ -188,7 +65,7 @@ class ElectricSession(RuntimeSession):
         async with self._ready:
             if self._reader is not None:
                 return
-            type_name = self.runtime.settings.electric_entity_type
+            type_name = self.runtime.entity_type
             base = await self._resolve()
             if base is not None and self.generation == 0:
                 entity = base
@@ -228,7 +105,7 @@ class ElectricSession(RuntimeSession):
         return base
 
     async def _create(self, ident: str) -> Entity:
-        type_name = self.runtime.settings.electric_entity_type
+        type_name = self.runtime.entity_type
         return await self.runtime.client.create_entity(type_name, ident, {})
 
     async def _read(self, stream_path: str) -> None:
@@ -240,7 +117,7 @@ class ElectricSession(RuntimeSession):
         self._reported = False
         while True:
             try:
-                live = self.runtime.settings.electric_live
+                live = self.runtime.live
                 async for batch in self.runtime.client.read(stream_path, self._offset, live):
                     changed = await self._apply(batch)
                     if (changed and self._reported) or (batch.up_to_date and not self._reported):
@@ -339,12 +216,15 @@ class ElectricSession(RuntimeSession):
             return
         with contextlib.suppress(*REQUEST_ERRORS):  # the send tells the user what fails
             await self.runtime.declared()  # commands declared since, once in a while
-        state = _Turn(f"slashgate-{uuid.uuid4().hex}")
+        state = EntityTurn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
         message["payload"] = with_parts(message["payload"], turn.attachments)
         try:
-            failure = await self._request(self._send(message, user_principal(self.key, turn.user)))
+            principal = user_principal(self.key, turn.user)
+            type_name = self.runtime.entity_type
+            send = self.runtime.client.send_as_user(type_name, self.entity_id, message, principal)
+            failure = await self._request(send)
             if failure is not None:
                 yield failure
                 return
@@ -369,39 +249,12 @@ class ElectricSession(RuntimeSession):
             return network_failure(self.runtime.client.shown, exc)
         return None
 
-    async def _send(self, message: dict[str, Any], principal: str) -> None:
-        """Send as the chat user. Only the entity's creator (the gateway) and its grantees
-        may write to it (permissions.ts): a user's first send is refused (401) until the
-        gateway grants that one principal write, then sent again. A grant the gateway may
-        not give leaves the user with the send's refusal.
-        """
-        client, type_name = self.runtime.client, self.runtime.settings.electric_entity_type
-        try:
-            await client.send(type_name, self.entity_id, message, principal)
-            return
-        except ElectricError as exc:
-            if exc.status != 401:
-                raise
-            refused = exc
-        grant = {
-            "subject_kind": "principal",
-            "subject_value": principal_url(principal),
-            "permission": "write",
-        }
-        try:
-            await client.grant(type_name, self.entity_id, grant)
-        except ElectricError:
-            raise refused from None
-        await client.send(type_name, self.entity_id, message, principal)
-
     async def cancel(self) -> None:
         state = self._turn
         if state is None or state.done:
             return
         try:
-            await self.runtime.client.signal(
-                self.runtime.settings.electric_entity_type, self.entity_id, "SIGINT"
-            )
+            await self.runtime.client.signal(self.runtime.entity_type, self.entity_id, "SIGINT")
         except REQUEST_ERRORS as exc:
             log.warning("SIGINT to %s failed: %s", self.entity_id, exc)
         # The aborted run's end may never be told apart from later runs: stop here.
@@ -420,7 +273,7 @@ class ElectricSession(RuntimeSession):
             return
         old = self.state_key
         self.generation = (self.generation or 0) + 1
-        type_name = self.runtime.settings.electric_entity_type
+        type_name = self.runtime.entity_type
         try:
             await self.runtime.client.set_tag(
                 type_name, self.base_id, GENERATION_TAG, str(self.generation)
