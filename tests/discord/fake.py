@@ -20,7 +20,7 @@ APPLICATION = 4242
 BOT_TOKEN = "discord-bot-token"
 BOT_USER = {"id": "4242", "username": "gw_bot", "discriminator": "0", "avatar": None, "bot": True}
 EPHEMERAL = 64
-BODY = web.RequestKey("body", object)
+BODY: web.RequestKey[Any] = web.RequestKey("body", object)
 LIMIT = 2000  # characters of a message's content, as Discord refuses longer ones
 
 

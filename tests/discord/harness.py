@@ -18,6 +18,7 @@ from .fake import BOT_TOKEN, FakeDiscord, Message
 from .interactions import PUBLIC_KEY, DiscordClient
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]
+DEFERRED = 5  # the response type of a deferred message
 WAIT = 5.0  # seconds any awaited step may take before a test fails
 
 
@@ -27,6 +28,16 @@ class Harness:
     server: Running
     channel: DiscordChannel
     discord: DiscordClient
+
+    async def interact(self, payload: dict[str, Any]) -> tuple[int, Any]:
+        """Post a signed interaction, and show its deferred response in the fake, as Discord
+        shows the "thinking" message (ephemeral when the flags say so).
+        """
+        status, body = await self.discord.post(payload)
+        if status == 200 and body.get("type") == DEFERRED:
+            flags = (body.get("data") or {}).get("flags") or 0
+            self.fake.originals.setdefault(payload["token"], Message(0, "", flags))
+        return status, body
 
     async def replies(self, token: str) -> list[Message]:
         """The interaction's replies, once its input is done."""

@@ -88,7 +88,7 @@ def autocomplete(name: str, option: str, value: str) -> dict[str, Any]:
 
 
 def click(custom_id: str, *, user_id: str = USER) -> dict[str, Any]:
-    message = {
+    message: dict[str, Any] = {
         "id": "5",
         "channel_id": CHANNEL,
         "author": user("4242"),

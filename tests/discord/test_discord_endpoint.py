@@ -13,10 +13,9 @@ from contract import Command
 from tests.slack.slack_harness import Recorder
 
 from .fake import EPHEMERAL, fake_discord
-from .harness import discord_gateway
+from .harness import DEFERRED, discord_gateway
 from .interactions import command, signed
 
-DEFERRED = 5
 DEPLOY = (Command(name="deploy", description="Deploy a build"),)
 
 
@@ -54,7 +53,7 @@ async def test_a_command_is_deferred_then_its_reply_edits_the_original(gateway_s
     recorder = Recorder(DEPLOY)
     async with fake_discord() as fake, discord_gateway(gateway_server, fake, recorder.runtime) as h:
         payload = command("agent", ("command", 3, "deploy prod"))
-        status, body = await h.discord.post(payload)
+        status, body = await h.interact(payload)
         assert (status, body) == (200, {"type": DEFERRED})
         [reply] = await h.replies(payload["token"])
     assert reply.content == "got: /deploy prod"
@@ -67,7 +66,7 @@ async def test_a_replayed_interaction_runs_once(gateway_server):
     async with fake_discord() as fake, discord_gateway(gateway_server, fake, recorder.runtime) as h:
         payload = command("agent", ("command", 3, "deploy prod"))
         for _ in range(3):
-            status, body = await h.discord.post(payload)
+            status, body = await h.interact(payload)
             assert (status, body) == (200, {"type": DEFERRED})
         await h.replies(payload["token"])
         assert h.server.gateway.metrics.registry is not None
@@ -78,7 +77,7 @@ async def test_a_replayed_interaction_runs_once(gateway_server):
 async def test_host_commands_are_deferred_for_the_user_alone(gateway_server):
     async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
         payload = command("help")
-        status, body = await h.discord.post(payload)
+        status, body = await h.interact(payload)
         assert (status, body) == (200, {"type": DEFERRED, "data": {"flags": EPHEMERAL}})
         [reply] = await h.replies(payload["token"])
     assert "/help" in reply.content
@@ -87,7 +86,7 @@ async def test_host_commands_are_deferred_for_the_user_alone(gateway_server):
 async def test_a_rejection_replaces_the_public_response_with_an_ephemeral_one(gateway_server):
     async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
         payload = command("agent", ("command", 3, "nope"))
-        status, body = await h.discord.post(payload)
+        status, body = await h.interact(payload)
         assert (status, body) == (200, {"type": DEFERRED})
         [reply] = await h.replies(payload["token"])
     assert reply.ephemeral
