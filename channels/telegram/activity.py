@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
 
 from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 
@@ -16,10 +15,8 @@ from channels.activity import Activity, LiveActivity, plan_lines, status_line
 from contract import utf16_len, utf16_prefix
 
 from .delivery import Target, edit_chunk, persistently, send_chunk
+from .outbox import Outbox
 from .render import LIMIT, Chunk, escape
-
-if TYPE_CHECKING:
-    from .channel import TelegramChannel
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -64,16 +61,16 @@ def activity_chunk(activity: Activity) -> Chunk | None:
 
 
 class ActivityMessage(LiveActivity):
-    def __init__(self, channel: TelegramChannel, target: Target, show_reasoning: bool) -> None:
-        super().__init__(show_reasoning)
-        self.channel = channel
+    def __init__(self, outbox: Outbox, target: Target) -> None:
+        super().__init__(outbox.show_reasoning)
+        self.outbox = outbox
         self.target = target
         self.message_id: int | None = None
         self._shown: Chunk | None = None
         self._gone = False  # the chat refuses the bot (blocked, removed): stop trying
 
     async def _pace(self) -> None:
-        await self.channel.throttle.wait(str(self.target.chat_id))
+        await self.outbox.throttle.wait(str(self.target.chat_id))
 
     async def _show(self, final: bool = False) -> None:
         chunk = activity_chunk(self.activity)
@@ -81,7 +78,7 @@ class ActivityMessage(LiveActivity):
             return
         if self.message_id is None and not self.activity.worth_a_message:
             return
-        bot = self.channel.bot
+        bot = self.outbox.bot
         try:
             if chunk is None:
                 if self.message_id is not None:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import re
 from dataclasses import replace
 
 from aiogram import Bot, Dispatcher
@@ -20,11 +19,11 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import AiogramError, TelegramAPIError
 from aiogram.methods.base import Response
-from aiogram.types import CallbackQuery, Message, MessageEntity, Update, User
+from aiogram.types import CallbackQuery, Message, Update, User
 from aiohttp import web
 from pydantic import ValidationError
 
-from contract import Command, utf16_len
+from contract import Command
 from gateway.attachments import AttachmentError
 from gateway.body import BodyError, header_bytes, parse_json, read_body
 from gateway.channel import Channel
@@ -34,6 +33,7 @@ from gateway.inbound import InboundMessage, ReplySink
 from gateway.openapi import document
 from gateway.state import Entry, StoreUnavailable
 
+from .addressing import Addressing
 from .delivery import Requests, Target, Throttle, describe
 from .docs import operations
 from .files import FileRef, TelegramFiles, file_refs
@@ -42,6 +42,7 @@ from .manners import OTHER, Manners
 from .menu import Menu
 from .menus import Menus
 from .metering import Metered
+from .outbox import Outbox
 from .permissions import Permissions
 from .sink import TelegramSink
 
@@ -80,16 +81,19 @@ class TelegramChannel(Channel):
         # intake (no FSM: the channel keeps no per-chat states).
         self.dispatcher = Dispatcher(disable_fsm=True)
         self.dispatcher.update.outer_middleware(self.intake)
-        self.manners = Manners(self)
+        self.addressing = Addressing(settings.telegram_group_text)
+        self.manners = Manners(self.bot, self.addressing)
 
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.files = TelegramFiles(self.bot, settings)
-        self.permissions = Permissions(self.bot, gateway, self.name)
-        self.drafts = True  # sendMessageDraft available (until the server says otherwise)
+        self.outbox = Outbox(
+            self.bot,
+            self.throttle,
+            Permissions(self.bot, gateway, self.name),
+            show_reasoning=settings.show_reasoning != "off",
+        )
         self.menu_debounce = MENU_DEBOUNCE
         self.menus = Menus(self.bot, lambda: self.menu_debounce)
-        self.me: User | None = None
-        self._mention: re.Pattern[str] | None = None
         self._polling: asyncio.Task[None] | None = None
         self._stopping = False
         self._registered = False  # the webhook was set (webhook mode with telegram_webhook_url)
@@ -97,9 +101,15 @@ class TelegramChannel(Channel):
         self.leader = False
         self._leading: asyncio.Task[None] | None = None
 
+    @property
+    def drafts(self) -> bool:
+        """Whether private chats still stream with sendMessageDraft."""
+        return self.outbox.drafts
+
     def describe(self) -> str:
         where = f"POST {WEBHOOK_PATH}" if self.settings.telegram_mode == "webhook" else "polling"
-        who = f"@{self.me.username}" if self.me and self.me.username else "bot"
+        me = self.addressing.me
+        who = f"@{me.username}" if me and me.username else "bot"
         return f"telegram ({who}, {where})"
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -112,7 +122,7 @@ class TelegramChannel(Channel):
     async def readiness(self) -> str | None:
         if self._stopping:
             return "stopping"
-        if self.me is None:
+        if self.addressing.me is None:
             return "the Bot API has not answered getMe yet"
         if not self.leader:  # another replica polls and registers the webhook
             return None
@@ -138,9 +148,7 @@ class TelegramChannel(Channel):
             raise
 
     async def _start(self) -> None:
-        self.me = await self.bot.me()
-        username = self.me.username or ""
-        self._mention = re.compile(rf"\s*@{re.escape(username)}(?![A-Za-z0-9_])[,:]?\s*", re.I)
+        self.addressing.know(await self.bot.me())
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
         self.gateway.labelers[self.name] = self.menu_name
@@ -297,16 +305,17 @@ class TelegramChannel(Channel):
         """The input (without its files' bytes yet) and its sink, or None when the message is
         not for the bot.
         """
+        me = self.addressing.me
         text = message.text if message.text is not None else message.caption
-        if (text is None and not files) or message.from_user is None or self.me is None:
+        if (text is None and not files) or message.from_user is None or me is None:
             return None  # nothing to send (stickers, service messages) or not from a person
         text = text or ""
-        if message.from_user.id == self.me.id:
+        if message.from_user.id == me.id:
             return None
         target = Target.of(message)
-        if not target.private and not self._addressed(message, text):
+        if not target.private and not self.addressing.addressed(message, text):
             return None
-        text = self._strip_mention(text)
+        text = self.addressing.strip_mention(text)
         if not text.strip() and not files:
             return None
         text = self.menus.for_chat(message.chat.id).rewrite(text)
@@ -316,10 +325,10 @@ class TelegramChannel(Channel):
             user=str(message.from_user.id),
             text=text,
             message_id=str(message.message_id),
-            bot_username=self.me.username,
+            bot_username=me.username,
             meta={"chat_type": message.chat.type},
         )
-        return inbound, TelegramSink(self, target, message.from_user.id)
+        return inbound, TelegramSink(self.outbox, target, message.from_user.id)
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         """A journaled message again, its files fetched again (an album's items each alone)."""
@@ -348,48 +357,11 @@ class TelegramChannel(Channel):
     async def _on_callback(self, query: CallbackQuery) -> None:
         try:
             if Permissions.handles(query):
-                await self.permissions.answer(query)
+                await self.outbox.permissions.answer(query)
             else:
                 await self.bot.answer_callback_query(query.id)
         except AiogramError as exc:  # the choice reached the runtime; only its echo is lost
             log.warning("answering a button press failed: %s", describe(exc))
-
-    def _addressed(self, message: Message, text: str) -> bool:
-        """In groups: commands always; other text when the bot is mentioned or replied to
-        (or always, with ``telegram_group_text = "all"``).
-        """
-        if self.settings.telegram_group_text == "all":
-            return True
-        assert self.me is not None
-        entities = message.entities if message.text is not None else message.caption_entities
-        start = utf16_len(text[: len(text) - len(text.lstrip())])
-        for entity in entities or ():
-            if entity.type == "bot_command" and entity.offset == start:
-                return True
-            if self._mentions_me(entity, text):
-                return True
-        replied = message.reply_to_message
-        return bool(
-            replied is not None
-            and replied.forum_topic_created is None  # topic messages "reply" to the topic's root
-            and replied.from_user is not None
-            and replied.from_user.id == self.me.id
-        )
-
-    def _mentions_me(self, entity: MessageEntity, text: str) -> bool:
-        assert self.me is not None
-        if entity.type == "text_mention":
-            return entity.user is not None and entity.user.id == self.me.id
-        if entity.type == "mention" and self.me.username:
-            return entity.extract_from(text).lower() == f"@{self.me.username.lower()}"
-        return False
-
-    def _strip_mention(self, text: str) -> str:
-        """The bot's own leading mention is the channel's business, not the input's."""
-        if self._mention is None or not self.me or not self.me.username:
-            return text
-        match = self._mention.match(text)
-        return text[match.end() :] if match else text
 
     # -- the command menu -----------------------------------------------------------------
 

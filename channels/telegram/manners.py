@@ -11,7 +11,6 @@ bot floods the log.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from aiogram import Bot
 from aiogram.enums import ContentType
@@ -20,11 +19,9 @@ from aiogram.types import Message, ReactionTypeCustomEmoji, ReactionTypeEmoji, R
 
 from gateway.store import DedupeWindow
 
+from .addressing import Addressing
 from .delivery import Target, send_chunk
 from .render import Chunk
-
-if TYPE_CHECKING:
-    from .channel import TelegramChannel
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -84,36 +81,27 @@ async def _say(bot: Bot, target: Target, text: str) -> None:
 
 
 class Manners:
-    def __init__(self, channel: TelegramChannel) -> None:
-        self.channel = channel
+    def __init__(self, bot: Bot, addressing: Addressing) -> None:
+        self.bot = bot
+        self.addressing = addressing
         self._edits = DedupeWindow(EDITS_ANSWERED, 24 * 3600)
 
     async def on_edited(self, message: Message) -> None:
         text = message.text if message.text is not None else message.caption
-        if not self._from_a_person(message):
+        if not self.addressing.from_a_person(message):
             return
         if message.chat.type != "private" and not (
-            text is not None and self.channel._addressed(message, text)
+            text is not None and self.addressing.addressed(message, text)
         ):
             return
         if self._edits.first(f"{message.chat.id}:{message.message_id}"):
-            await _say(self.channel.bot, self._target(message), EDITED)
+            await _say(self.bot, Target.of(message), EDITED)
 
     async def on_other(self, message: Message) -> None:
-        if not self._from_a_person(message):
+        if not self.addressing.from_a_person(message):
             return
         # In groups only an answer to the bot (no text to address it otherwise).
-        if message.chat.type != "private" and not self.channel._addressed(message, ""):
+        if message.chat.type != "private" and not self.addressing.addressed(message, ""):
             return
         what = OTHER.get(ContentType(message.content_type), "Such messages")
-        await _say(self.channel.bot, self._target(message), NOT_PASSED.format(what=what))
-
-    def _from_a_person(self, message: Message) -> bool:
-        me = self.channel.me
-        user = message.from_user
-        return me is not None and user is not None and not user.is_bot and user.id != me.id
-
-    @staticmethod
-    def _target(message: Message) -> Target:
-        thread = message.message_thread_id if message.is_topic_message else None
-        return Target(message.chat.id, thread, message.message_id, message.chat.type == "private")
+        await _say(self.bot, Target.of(message), NOT_PASSED.format(what=what))

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 from functools import partial
-from typing import TYPE_CHECKING
 
 from aiogram.exceptions import (
     AiogramError,
@@ -41,10 +40,8 @@ from .delivery import (
     send_chunk,
 )
 from .manners import blocked, queued_reaction
+from .outbox import Outbox
 from .render import Chunk, escape, preview, render
-
-if TYPE_CHECKING:
-    from .channel import TelegramChannel
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -62,9 +59,9 @@ def reply_text(reply: Reply) -> str:
 
 
 class TelegramSink(ReplySink):
-    def __init__(self, channel: TelegramChannel, target: Target, user_id: int) -> None:
-        self.channel = channel
-        self.bot = channel.bot
+    def __init__(self, outbox: Outbox, target: Target, user_id: int) -> None:
+        self.outbox = outbox
+        self.bot = outbox.bot
         self.target = target
         self.user_id = user_id
         self._parts: list[str] = []
@@ -76,7 +73,7 @@ class TelegramSink(ReplySink):
         self._previews: asyncio.Task[None] | None = None
         self._showing: asyncio.Future[None] | None = None
         self._placeholder: int | None = None
-        self._draft = target.private and channel.drafts
+        self._draft = target.private and outbox.drafts
         self._started = asyncio.get_running_loop().time()
         self._activity: ActivityMessage | None = None  # made with the first agent event
         self._queued = False  # the input shows the "queued" reaction
@@ -99,21 +96,20 @@ class TelegramSink(ReplySink):
             self._dirty.set()
         elif self._previews_soon is None:  # the first preview waits one edit interval
             loop = asyncio.get_running_loop()
-            earliest = self._started + self.channel.throttle.interval
+            earliest = self._started + self.outbox.throttle.interval
             self._previews_soon = loop.call_at(earliest, self._start_previews)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
             try:
-                await self.channel.permissions.ask(self.target, self.user_id, event)
+                await self.outbox.permissions.ask(self.target, self.user_id, event)
             except TelegramForbiddenError as exc:
                 blocked(self.target, exc)
             except AiogramError as exc:  # tried again already: Telegram is down
                 log.error("permission prompt in chat %s not shown: %s", self.chat, describe(exc))
         else:
             if self._activity is None:
-                reasoning = self.channel.settings.show_reasoning != "off"
-                self._activity = ActivityMessage(self.channel, self.target, reasoning)
+                self._activity = ActivityMessage(self.outbox, self.target)
             self._activity.update(event)
 
     async def final(self, reply: Reply) -> None:
@@ -146,7 +142,7 @@ class TelegramSink(ReplySink):
         """
         first = 0
         if self._placeholder is not None:
-            await self.channel.throttle.wait(str(self.target.chat_id))
+            await self.outbox.throttle.wait(str(self.target.chat_id))
             try:
                 await persistently(
                     partial(edit_chunk, self.bot, self.target, self._placeholder, chunks[0])
@@ -205,7 +201,7 @@ class TelegramSink(ReplySink):
             with contextlib.suppress(TimeoutError):  # no news: the same draft again
                 async with asyncio.timeout(DRAFT_EVERY if self._draft else None):
                     await dirty.wait()
-            await self.channel.throttle.wait(str(self.target.chat_id))
+            await self.outbox.throttle.wait(str(self.target.chat_id))
             dirty.clear()
             chunk = preview("".join(self._parts))
             if chunk is not None:
@@ -249,7 +245,7 @@ class TelegramSink(ReplySink):
             log.warning("sendMessageDraft failed (%s); editing a placeholder instead", exc.message)
             self._draft = False
             if isinstance(exc, TelegramNotFound):
-                self.channel.drafts = False
+                self.outbox.drafts = False
             await self._show(chunk)
 
     async def _stop_streaming(self) -> None:
