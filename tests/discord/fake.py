@@ -5,6 +5,7 @@ port. It records every call, and keeps each interaction's replies as a user woul
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -57,6 +58,7 @@ class FakeDiscord:
     follow_ups: dict[str, list[Message]] = field(default_factory=lambda: defaultdict(list))
     commands: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by scope
     files: dict[str, bytes] = field(default_factory=dict)
+    edited: asyncio.Event = field(default_factory=asyncio.Event)  # an original was edited
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
 
     def file_url(self, name: str) -> str:
@@ -182,6 +184,7 @@ class FakeDiscord:
         if "content" in body:
             message.content = body["content"] or ""
             message.edits.append(message.content)
+            self.edited.set()
         if "components" in body:
             message.components = body["components"] or []
         return web.json_response(self._message(message))
