@@ -35,6 +35,7 @@ log = logging.getLogger("slashgate.telegram")
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 Process = Callable[[Update, Entry | None], Awaitable[None]]  # an update with its journal entry
 
+UPDATES = ("message", "edited_message", "callback_query")  # the update types the bot handles
 STORE_RETRY_CAP = 5.0  # seconds between tries of a store that is down, while polling
 
 

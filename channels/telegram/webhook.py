@@ -1,0 +1,81 @@
+"""Webhook mode: the endpoint Telegram posts updates to (checked against the secret token,
+refused with 503 while busy or stopping so that Telegram delivers them again), and its
+registration with setWebhook.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+
+from aiogram import Bot
+from aiogram.types import Update
+from aiohttp import web
+from pydantic import ValidationError
+
+from gateway.body import BodyError, header_bytes, parse_json, read_body
+from gateway.openapi import document
+from gateway.state import StoreUnavailable
+
+from .docs import operations
+from .intake import UPDATES, Intake
+
+log = logging.getLogger("slashgate.telegram")
+
+WEBHOOK_PATH = "/telegram/webhook"
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class Webhook:
+    def __init__(
+        self, bot: Bot, intake: Intake, secret: bytes, max_body: int, closing: Callable[[], bool]
+    ) -> None:
+        self.bot = bot
+        self.intake = intake
+        self.secret = secret
+        self.max_body = max_body
+        self.closing = closing  # the channel or the gateway is stopping: no new updates
+        self.registered = False  # setWebhook has answered
+
+    def mount(self, app: web.Application) -> None:
+        app.router.add_post(WEBHOOK_PATH, self.receive)
+        document(app, *operations(WEBHOOK_PATH, SECRET_HEADER))
+
+    async def register(self, url: str) -> None:
+        await self.bot.set_webhook(
+            url, secret_token=self.secret.decode(), allowed_updates=list(UPDATES)
+        )
+        self.registered = True
+
+    async def receive(self, request: web.Request) -> web.Response:
+        if not hmac.compare_digest(header_bytes(request, SECRET_HEADER), self.secret):
+            return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
+        if self.closing() or self.intake.full:  # Telegram redelivers
+            return _error(503, "busy, retry later", headers={"Retry-After": "1"})
+        try:
+            body = await read_body(request, self.max_body)
+        except BodyError as exc:
+            return _error(exc.status, exc.message)
+        try:
+            update = Update.model_validate_json(body, context={"bot": self.bot})
+        except ValidationError as exc:
+            if exc.errors()[0]["type"] != "json_invalid":
+                return _error(400, "request body is not an update")
+            try:  # the shared reading says why: a lone surrogate's field, say
+                parse_json(body)
+            except BodyError as problem:
+                if problem.code == "invalid_text":
+                    return _error(400, problem.message)
+            return _error(400, "request body is not JSON")
+        try:
+            # The intake journals the text as it came (valid UTF-8: the parser checked).
+            await self.intake.take(update, body.decode())
+        except StoreUnavailable as exc:  # not journaled: Telegram must deliver it again
+            log.warning("update %d not taken: %s", update.update_id, exc)
+            return _error(503, "the gateway's store is unavailable", headers={"Retry-After": "1"})
+        return web.json_response({"ok": True})
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response({"ok": False, "description": message}, status=status, headers=headers)
