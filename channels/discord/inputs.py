@@ -105,7 +105,7 @@ class DiscordInputs:
         if entry is None:
             self.gateway.metrics.dedupe_hit(self.name)
             return False
-        self._tasks.spawn(self._handle(invocation, entry))
+        self.spawn(self._handle(invocation, entry))
         return True
 
     async def recovered(

@@ -59,6 +59,7 @@ class FakeDiscord:
     commands: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by scope
     files: dict[str, bytes] = field(default_factory=dict)
     edited: asyncio.Event = field(default_factory=asyncio.Event)  # an original was edited
+    followed: asyncio.Event = field(default_factory=asyncio.Event)  # a follow-up was posted
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
 
     def file_url(self, name: str) -> str:
@@ -168,6 +169,19 @@ class FakeDiscord:
         }
 
     @staticmethod
+    def _numbered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Components as Discord returns them: each with its number in the message."""
+        count = itertools.count(1)
+        return [
+            {
+                **row,
+                "id": next(count),
+                "components": [{**c, "id": next(count)} for c in row["components"]],
+            }
+            for row in rows
+        ]
+
+    @staticmethod
     def _too_long(body: dict[str, Any]) -> web.Response | None:
         if len(body.get("content") or "") > LIMIT:
             error = {"code": 50035, "message": "Invalid Form Body", "errors": {}}
@@ -186,7 +200,7 @@ class FakeDiscord:
             message.edits.append(message.content)
             self.edited.set()
         if "components" in body:
-            message.components = body["components"] or []
+            message.components = self._numbered(body["components"] or [])
         return web.json_response(self._message(message))
 
     async def _delete_original(self, request: web.Request) -> web.Response:
@@ -203,10 +217,11 @@ class FakeDiscord:
             next(self._ids),
             body.get("content") or "",
             int(body.get("flags") or 0),
-            body.get("components") or [],
+            self._numbered(body.get("components") or []),
         )
         message.edits.append(message.content)
         self.follow_ups[request.match_info["token"]].append(message)
+        self.followed.set()
         return web.json_response(self._message(message))
 
     async def _file(self, request: web.Request) -> web.Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ class Harness:
             flags = (body.get("data") or {}).get("flags") or 0
             self.fake.originals.setdefault(payload["token"], Message(0, "", flags))
         return status, body
+
+    async def follow_up(self, token: str) -> Message:
+        """The first follow-up of an interaction, once it is posted."""
+        await asyncio.wait_for(self.fake.followed.wait(), WAIT)
+        return self.fake.follow_ups[token][0]
 
     async def replies(self, token: str) -> list[Message]:
         """The interaction's replies, once its input is done."""
