@@ -138,7 +138,12 @@ class DiscordInputs:
         )
 
     def _sink(self, invocation: Invocation) -> DiscordSink:
-        return DiscordSink(Messages(self.rest, invocation.target), self.permissions, self.interval)
+        return DiscordSink(
+            Messages(self.rest, invocation.target),
+            self.permissions,
+            self.interval,
+            self.gateway.settings.show_reasoning != "off",
+        )
 
     async def _handle(self, invocation: Invocation, entry: Entry) -> None:
         sink = self._sink(invocation)

@@ -74,6 +74,32 @@ class Messages:
             return None
         return int(message.id)
 
+    async def edit_follow_up(self, message: int, content: str) -> bool:
+        try:
+            await self.rest.edit_webhook_message(
+                self.target.application,
+                self.target.token,
+                message,
+                content,
+                mentions_everyone=False,
+                user_mentions=False,
+                role_mentions=False,
+            )
+        except hikari.HikariError as exc:
+            log.warning("editing a Discord follow-up failed: %s", why(exc))
+            return False
+        return True
+
+    async def delete_follow_up(self, message: int) -> bool:
+        try:
+            await self.rest.delete_webhook_message(
+                self.target.application, self.target.token, message
+            )
+        except hikari.HikariError as exc:
+            log.warning("deleting a Discord follow-up failed: %s", why(exc))
+            return False
+        return True
+
 
 def why(exc: hikari.HikariError) -> str:
     """What went wrong, without the request's URL (the interaction token is in its path)."""

@@ -15,14 +15,22 @@ from contract import Classification, ComposerInputMessage
 from gateway.events import PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply, ReplySink
 
+from .activity import ActivityMessage
 from .messages import Messages
 from .permissions import Permissions
 from .render import messages, preview
 
 
 class DiscordSink(ReplySink):
-    def __init__(self, messages: Messages, permissions: Permissions, interval: float) -> None:
+    def __init__(
+        self,
+        messages: Messages,
+        permissions: Permissions,
+        interval: float,
+        show_reasoning: bool = True,
+    ) -> None:
         self.messages = messages
+        self.activity = ActivityMessage(messages, interval, show_reasoning)
         self.permissions = permissions
         self.interval = interval
         self.finished = False
@@ -37,6 +45,7 @@ class DiscordSink(ReplySink):
         self._accepted = True
 
     async def delta(self, text: str) -> None:
+        self.activity.progress()
         self._text += text
         self._dirty.set()
         if self._stream is None:
@@ -49,10 +58,13 @@ class DiscordSink(ReplySink):
                 # Without the buttons the user would not know the turn waits for them.
                 options = ", ".join(o.name or o.option_id for o in event.options)
                 await self.messages.follow_up(f"{text}\n{options}", False)
+        else:
+            self.activity.update(event)
 
     async def final(self, reply: Reply) -> None:
         self.finished = True
-        await self.aclose()
+        await self._stop_streaming()
+        await self.activity.finish()
         parts = messages(reply)
         target = self.messages.target
         private = reply.category is not None and not self._accepted
@@ -68,7 +80,11 @@ class DiscordSink(ReplySink):
                 return  # logged; the rest of a reply with a hole would mislead
 
     async def aclose(self) -> None:
-        """Stop streaming (the input is over, with or without a final reply)."""
+        """The input is over, with or without a final reply: no more changes."""
+        await self._stop_streaming()
+        self.activity.cancel()
+
+    async def _stop_streaming(self) -> None:
         if self._stream is not None:
             self._stream.cancel()
             with contextlib.suppress(asyncio.CancelledError):

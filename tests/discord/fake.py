@@ -91,6 +91,8 @@ class FakeDiscord:
         app.router.add_post(hook, self._follow_up)
         app.router.add_patch(f"{hook}/messages/@original", self._edit_original)
         app.router.add_delete(f"{hook}/messages/@original", self._delete_original)
+        app.router.add_patch(f"{hook}/messages/{{message}}", self._edit_follow_up)
+        app.router.add_delete(f"{hook}/messages/{{message}}", self._delete_follow_up)
         app.router.add_get("/files/{name}", self._file)
         return app
 
@@ -223,6 +225,26 @@ class FakeDiscord:
         self.follow_ups[request.match_info["token"]].append(message)
         self.followed.set()
         return web.json_response(self._message(message))
+
+    def _find(self, request: web.Request) -> Message:
+        token, number = request.match_info["token"], int(request.match_info["message"])
+        return next(m for m in self.follow_ups[token] if m.id == number)
+
+    async def _edit_follow_up(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        refused = self._too_long(body)
+        if refused is not None:
+            return refused
+        message = self._find(request)
+        if "content" in body:
+            message.content = body["content"] or ""
+            message.edits.append(message.content)
+        return web.json_response(self._message(message))
+
+    async def _delete_follow_up(self, request: web.Request) -> web.Response:
+        message = self._find(request)
+        self.follow_ups[request.match_info["token"]].remove(message)
+        return web.Response(status=204)
 
     async def _file(self, request: web.Request) -> web.Response:
         data = self.files.get(request.match_info["name"])
