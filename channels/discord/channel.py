@@ -15,9 +15,11 @@ import hikari
 
 from gateway.channel import Channel
 from gateway.inbound import InboundMessage, ReplySink
+from gateway.openapi import document
 from gateway.state import Entry
 
 from .autocomplete import Completer
+from .docs import operations
 from .endpoint import PATH, InteractionsEndpoint
 from .files import DiscordFiles
 from .inputs import DiscordInputs
@@ -93,6 +95,7 @@ class DiscordChannel(Channel):
 
     def mount(self, app: web.Application) -> None:
         app.router.add_post(PATH, self.endpoint.handle)
+        document(app, *operations(PATH))
 
     async def start(self) -> None:
         self.rest.start()

@@ -94,3 +94,11 @@ async def test_a_rejection_replaces_the_public_response_with_an_ephemeral_one(ga
         "Unsupported slash command /nope. Send /help to list available commands."
     )
     assert fake.originals[payload["token"]].deleted
+
+
+async def test_the_route_is_documented(gateway_server):
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
+        async with h.discord.session.get(h.server.url + "/openapi.json") as response:
+            spec = await response.json()
+    operation = spec["paths"]["/discord/interactions"]["post"]
+    assert {"200", "400", "401", "413", "503"} <= set(operation["responses"])
