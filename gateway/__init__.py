@@ -1,16 +1,15 @@
-"""slashgate: the gateway application (core pipeline, sessions, runtimes, server)."""
+"""slashgate's gateway: the core pipeline, sessions, runtimes and the ports channels implement."""
 
-from .config import Settings, load_settings
 from .core import Gateway
 from .inbound import Attachment, InboundMessage, Outcome, Reply, ReplySink
+from .settings import CoreSettings
 
 __all__ = [
     "Attachment",
+    "CoreSettings",
     "Gateway",
     "InboundMessage",
     "Outcome",
     "Reply",
     "ReplySink",
-    "Settings",
-    "load_settings",
 ]

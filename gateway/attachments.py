@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .inbound import Attachment
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from .settings import CoreSettings
 
 OCTET_STREAM = "application/octet-stream"
 FILES_NOT_SENT = "_(the attached files were not sent: gateway commands take no files)_"
@@ -65,7 +65,7 @@ class Budget:
     used: int = field(default=0)
 
     @classmethod
-    def of(cls, settings: Settings) -> Budget:
+    def of(cls, settings: CoreSettings) -> Budget:
         return cls(settings.attachment_max_bytes, settings.attachment_max_total)
 
     def admit(self, name: str, size: int | None, exact: bool = True) -> None:

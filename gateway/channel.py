@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from aiohttp import web
 
+from .settings import CoreSettings
+
 if TYPE_CHECKING:
-    from .config import Settings
     from .core import Gateway
     from .inbound import InboundMessage, ReplySink
     from .state import Entry
@@ -21,10 +22,17 @@ error bodies), or None to leave the failure as it is.
 ERROR_ANSWERS = web.AppKey("slashgate_error_answers", list[ErrorAnswer])
 
 
-class Channel:
+SettingsT = TypeVar("SettingsT", bound=CoreSettings)
+
+
+class Channel(Generic[SettingsT]):
+    """A channel, typed by its own settings model (``Channel[TelegramSettings]``): the
+    gateway's settings and the channel's fields.
+    """
+
     name: str = "channel"
 
-    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, gateway: Gateway, settings: SettingsT) -> None:
         self.gateway = gateway
         self.settings = settings
 

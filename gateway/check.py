@@ -8,17 +8,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from .config import Settings
 from .core import Gateway
 from .logs import Secrets, secrets_of
 from .runtimes import Runtime
+from .settings import CoreSettings
 from .state import StateStore
 
 TIMEOUT = 30.0  # seconds one part may take
 
 
-async def check(settings: Settings, runtime: Runtime) -> int:
-    from channels import build_channels
+async def check(settings: CoreSettings, runtime: Runtime) -> int:
+    from slashgate.registry import build_channels
 
     gateway = Gateway(settings, runtime)
     channels = build_channels(gateway, settings)

@@ -10,12 +10,17 @@ from importlib.metadata import version
 
 from pydantic import ValidationError
 
+from channels.slack.manifest import build_manifest, effective_inventory, request_url
+from channels.slack.settings import SlackSettings
+from slashgate.config import ConfigError, load_settings
+from slashgate.registry import settings_as
+
 from . import logs
 from .check import check, described
-from .config import ConfigError, Settings, load_settings
 from .runtimes import Runtime, build_runtime
 from .runtimes.stdio import missing_program, program
 from .server import StartError, serve
+from .settings import CoreSettings
 from .validation import describe_validation_error
 
 
@@ -64,9 +69,7 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
             args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
         )
         if args.command == "slack":
-            from channels.slack.manifest import request_url
-
-            request_url(settings)  # refused before any runtime starts
+            request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
         # A backend checks its own settings when built: a mistake there is configuration too.
         if runtime is None:
             runtime = build_runtime(settings)
@@ -94,14 +97,13 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
             print(f"slashgate: cannot start: {said}", file=sys.stderr)
             return 1
     elif args.command == "slack":
-        from channels.slack.manifest import build_manifest, effective_inventory
-
-        commands = asyncio.run(effective_inventory(settings, runtime))
-        print(json.dumps(build_manifest(commands, settings), indent=2, ensure_ascii=False))
+        slack = settings_as(SlackSettings, settings)
+        commands = asyncio.run(effective_inventory(slack, runtime))
+        print(json.dumps(build_manifest(commands, slack), indent=2, ensure_ascii=False))
     return 0
 
 
-def _agent_program_exists(settings: Settings) -> None:
+def _agent_program_exists(settings: CoreSettings) -> None:
     """The ACP runtime starts its agent with the gateway: a program that is not there is a
     mistake in the configuration, said before anything starts. (pi starts one per conversation;
     ``slashgate check`` reports either on its own line.)

@@ -23,7 +23,6 @@ from contract.models import built_message
 
 from . import logs
 from .attachments import FILES_NOT_SENT
-from .config import Settings
 from .conversation import Conversation, RunState
 from .events import (
     Answered,
@@ -45,6 +44,7 @@ from .journal import Held, Journal, replica_name, reply_from, reply_record
 from .metrics import Metrics
 from .offload import at_once, contract_work
 from .runtimes.base import Runtime, SessionInfo, Turn
+from .settings import CoreSettings
 from .state import Entry, StateStore, StoreUnavailable, TimedStore, open_store
 from .tasks import BackgroundTasks
 
@@ -73,7 +73,7 @@ EMPTY_AFTER_CANCEL = (
 
 class Gateway:
     def __init__(
-        self, settings: Settings, runtime: Runtime, store: StateStore | None = None
+        self, settings: CoreSettings, runtime: Runtime, store: StateStore | None = None
     ) -> None:
         self.settings = settings
         self.runtime = runtime

@@ -20,7 +20,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import SecretStr
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from .settings import CoreSettings
 
 LogFormat = Literal["text", "json"]
 FIELDS = ("channel", "conversation", "turn_id", "message_id")
@@ -189,7 +189,7 @@ class _Context(logging.Filter):
         return True
 
 
-def secrets_of(settings: Settings) -> list[str]:
+def secrets_of(settings: CoreSettings) -> list[str]:
     """Every secret value in the settings: tokens, signing secrets, agents' API keys."""
     found: list[str] = []
     for name in type(settings).model_fields:
@@ -203,7 +203,7 @@ def secrets_of(settings: Settings) -> list[str]:
 ready = logging.getLogger("slashgate.ready")
 
 
-def configure(settings: Settings, stream: Any = None, out: Any = None) -> None:
+def configure(settings: CoreSettings, stream: Any = None, out: Any = None) -> None:
     """Root logging for the process: one handler on ``stream`` (stderr), the chosen format;
     and ``ready`` on ``out`` (stdout): a JSON line too in JSON, the bare text in text, which
     scripts wait for (the first screen of ``make run`` ends with the URL).

@@ -18,13 +18,12 @@ from aiohttp.typedefs import Handler, Middleware
 
 from . import logs, openapi, probes
 from .channel import ERROR_ANSWERS, Channel, ErrorAnswer
-from .config import Settings
 from .core import Gateway
-from .exposure import open_webhook_refusal
 from .logs import Sampler, Secrets, secrets_of
 from .metrics import Metrics
 from .runtimes import Runtime, build_runtime
 from .runtimes.stdio import program
+from .settings import CoreSettings
 
 log = logging.getLogger("slashgate")
 http_log = logging.getLogger("slashgate.http")
@@ -44,9 +43,9 @@ class Running:
 
 
 def build_app(
-    settings: Settings, runtime: Runtime | None = None
+    settings: CoreSettings, runtime: Runtime | None = None
 ) -> tuple[web.Application, Gateway, list[Channel]]:
-    from channels import build_channels
+    from slashgate.registry import build_channels
 
     gateway = Gateway(settings, runtime or build_runtime(settings))
     answers: list[ErrorAnswer] = []
@@ -133,9 +132,11 @@ def _reason(response: web.StreamResponse) -> str:
 
 
 @asynccontextmanager
-async def running(settings: Settings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
+async def running(settings: CoreSettings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
-    if refusal := open_webhook_refusal(settings):
+    from slashgate.registry import refusal as channel_refusal
+
+    if refusal := channel_refusal(settings):
         raise StartError(refusal)
     app, gateway, channels = build_app(settings, runtime)
     # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
@@ -193,7 +194,7 @@ def settle() -> None:
     gc.freeze()
 
 
-def _warn_of_a_missing_agent(settings: Settings) -> None:
+def _warn_of_a_missing_agent(settings: CoreSettings) -> None:
     """An agent program that is not there: every input would fail, so say what to check."""
     command = {"acp": settings.acp_command, "pi": settings.pi_command}.get(settings.runtime)
     if command and shutil.which(program(command)[0]) is None:
@@ -205,7 +206,7 @@ def _warn_of_a_missing_agent(settings: Settings) -> None:
         )
 
 
-def _describe_store(settings: Settings) -> str:
+def _describe_store(settings: CoreSettings) -> str:
     if settings.store == "sqlite":
         return f"sqlite ({settings.state_path})"
     if settings.store == "redis":  # not the URL: it may hold a password
@@ -213,7 +214,7 @@ def _describe_store(settings: Settings) -> str:
     return f"memory (at most {settings.memory_store_size} keys, lost on restart)"
 
 
-async def serve(settings: Settings, runtime: Runtime | None = None) -> None:
+async def serve(settings: CoreSettings, runtime: Runtime | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -14,17 +14,17 @@ import pytest
 # first imports of the ACP SDK and aiogram build pydantic models for about a second each. Paid
 # here, at collection, so that a test building a server on its loop is not taken for a blocked
 # loop by the watchdog.
-import channels.slack
-import channels.telegram
-import channels.webchat  # noqa: F401
+import channels.slack.channel
+import channels.telegram.channel
+import channels.webchat.channel  # noqa: F401
 import gateway.runtimes.acp
 import gateway.runtimes.electric
 import gateway.runtimes.pi  # noqa: F401
 from contract import Classification, Command
-from gateway.config import Settings
 from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from gateway.server import Running, running
+from slashgate.config import Settings
 
 # Every async test runs under the loop watchdog; pytester runs it in its own self-test.
 pytest_plugins = ["tests.loop_watchdog", "pytester"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, load_settings
+from slashgate.config import ConfigError, load_settings
 
 
 def test_file_sections_flatten_and_environment_wins(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Settings, flatten_toml, load_settings
+from slashgate.config import Settings, flatten_toml, load_settings
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "slashgate.toml"

@@ -8,12 +8,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
 from gateway.state import SqliteStore
 from gateway.state.sqlite import _PRUNE_EVERY
+from slashgate.config import Settings
 
 BOUND = 20
 WRITES = 3 * _PRUNE_EVERY  # enough for the sweeps to run

@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from contract import Command
-from gateway.config import load_settings
 from gateway.events import MessageDelta, MessageEnd, PermissionOption, PermissionRequired
+from slashgate.config import load_settings
 from tests.conftest import ServerFactory
 from tests.http import read_events
 from tests.probe import Probe

@@ -1,5 +1,5 @@
-"""The Slack channel (slack-bolt, async): HTTP at /slack/events or Socket Mode."""
+"""The Slack channel (slack-bolt, async): HTTP at /slack/events or Socket Mode.
 
-from .channel import SlackChannel
-
-__all__ = ["SlackChannel"]
+The channel is ``.channel.SlackChannel``. The package itself imports nothing, so that the app
+reads this channel's settings (``.settings``) without loading slack-bolt.
+"""

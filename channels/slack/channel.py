@@ -27,22 +27,22 @@ from .listeners import bolt_app
 from .manifest import EVENTS_PATH
 from .metering import count_retries, counted
 from .outbox import Outbox
+from .settings import SlackSettings
 from .web import client_log, web_client
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
-    from gateway.config import Settings
     from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.slack")
 
 
-class SlackChannel(Channel):
+class SlackChannel(Channel[SlackSettings]):
     name = "slack"
 
     def __init__(
-        self, gateway: Gateway, settings: Settings, *, update_interval: float = 1.5
+        self, gateway: Gateway, settings: SlackSettings, *, update_interval: float = 1.5
     ) -> None:
         super().__init__(gateway, settings)
         if settings.slack_bot_token is None or settings.slack_signing_secret is None:

@@ -15,8 +15,9 @@ import aiohttp
 from yarl import URL
 
 from gateway.attachments import Budget, file_name, media_type, not_downloaded, read_capped
-from gateway.config import Settings
 from gateway.inbound import Attachment
+
+from .settings import SlackSettings
 
 CHUNK = 64 * 1024
 SLACK_DOMAIN = "slack.com"
@@ -52,7 +53,7 @@ def slack_files(event: dict[str, Any]) -> tuple[SlackFile, ...]:
 
 
 class SlackFiles:
-    def __init__(self, settings: Settings, token: str) -> None:
+    def __init__(self, settings: SlackSettings, token: str) -> None:
         self.settings = settings
         self._token = token
         api = URL(settings.slack_api_base)

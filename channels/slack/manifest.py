@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from contract import Command
-from gateway.config import Settings
 from gateway.inventory import usage_hint
 from gateway.runtimes import Runtime
+
+from .settings import SlackSettings
 
 MAX_SLASH_COMMANDS = 50
 MAX_COMMAND_LENGTH = 32  # including the leading "/"
@@ -96,7 +97,7 @@ def _entry(command: str, description: str, hint: str | None, url: str | None) ->
     return entry
 
 
-def request_url(settings: Settings) -> str | None:
+def request_url(settings: SlackSettings) -> str | None:
     """Where Slack posts events and commands; None in Socket Mode, which needs no URL."""
     if settings.slack_app_token is not None:
         return None
@@ -109,7 +110,7 @@ def request_url(settings: Settings) -> str | None:
 
 
 def build_manifest(
-    commands: Iterable[Command], settings: Settings, name: str = "slashgate"
+    commands: Iterable[Command], settings: SlackSettings, name: str = "slashgate"
 ) -> dict[str, Any]:
     """An app manifest (JSON form) for Slack's "Create New App -> From a manifest"."""
     socket_mode = settings.slack_app_token is not None
@@ -145,7 +146,7 @@ def build_manifest(
     }
 
 
-async def effective_inventory(settings: Settings, runtime: Runtime) -> tuple[Command, ...]:
+async def effective_inventory(settings: SlackSettings, runtime: Runtime) -> tuple[Command, ...]:
     """The inventory the gateway would publish: the runtime's static commands, or the first
     session's when the runtime reports its commands only once a session is open.
     """

@@ -24,7 +24,6 @@ from aiohttp import web
 
 from contract import Command
 from gateway.channel import Channel
-from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage, ReplySink
 from gateway.state import Entry
@@ -39,6 +38,7 @@ from .metering import Metered
 from .outbox import Outbox
 from .permissions import Permissions
 from .polling import Polling
+from .settings import TelegramSettings
 from .updates import Updates
 from .webhook import WEBHOOK_PATH, Webhook
 
@@ -50,14 +50,14 @@ MAX_IN_FLIGHT = 256  # updates processed at once; past it the webhook answers 50
 _RESPONSES = (Response[Message], Response[bool], Response[Message | bool], Response[User])
 
 
-class TelegramChannel(Channel):
+class TelegramChannel(Channel[TelegramSettings]):
     name = "telegram"
 
-    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, gateway: Gateway, settings: TelegramSettings) -> None:
         super().__init__(gateway, settings)
         if settings.telegram_token is None:
             raise ValueError("the Telegram channel needs SLASHGATE_TELEGRAM_TOKEN")
-        secret = settings.telegram_secret  # required in webhook mode (Settings checks it)
+        secret = settings.telegram_secret  # required in webhook mode (TelegramSettings checks it)
         session = AiohttpSession(
             api=TelegramAPIServer.from_base(settings.telegram_api_base),
             timeout=settings.platform_timeout,

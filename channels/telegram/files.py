@@ -27,8 +27,9 @@ from gateway.attachments import (
     read_capped,
     size_text,
 )
-from gateway.config import Settings
 from gateway.inbound import Attachment
+
+from .settings import TelegramSettings
 
 ALBUM_MAX = 10  # items in a media group (Telegram's own limit)
 CHUNK = 64 * 1024
@@ -89,7 +90,7 @@ class _Album:
 
 
 class TelegramFiles:
-    def __init__(self, bot: Bot, settings: Settings) -> None:
+    def __init__(self, bot: Bot, settings: TelegramSettings) -> None:
         self.bot = bot
         self.settings = settings
         self._albums: dict[tuple[int, str], _Album] = {}

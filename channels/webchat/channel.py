@@ -13,9 +13,10 @@ from importlib.resources import files
 from aiohttp import web
 
 from gateway.channel import Channel
-from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.openapi import Body, Operation, Param, Response, document
+
+from .settings import WebchatSettings
 
 _TYPES = {
     "index.html": "text/html; charset=utf-8",
@@ -49,10 +50,10 @@ class _Asset:
         return web.Response(body=self.body, headers={**headers, "Content-Type": self.content_type})
 
 
-class WebchatChannel(Channel):
+class WebchatChannel(Channel[WebchatSettings]):
     name = "webchat"
 
-    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, gateway: Gateway, settings: WebchatSettings) -> None:
         super().__init__(gateway, settings)
         self._assets = {name: _Asset(name) for name in _TYPES}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from gateway.channel import ERROR_ANSWERS, Channel
-from gateway.config import Settings
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage, Reply, ReplySink
 from gateway.openapi import document
@@ -18,12 +17,13 @@ from .checks import Bearer
 from .docs import operations
 from .errors import json_errors
 from .messages import Messages
+from .settings import WebhookSettings
 
 
-class WebhookChannel(Channel):
+class WebhookChannel(Channel[WebhookSettings]):
     name = "webhook"
 
-    def __init__(self, gateway: Gateway, settings: Settings) -> None:
+    def __init__(self, gateway: Gateway, settings: WebhookSettings) -> None:
         super().__init__(gateway, settings)
         self.bearer = Bearer(settings.webhook_token)
         self.messages = Messages(self, self.bearer)

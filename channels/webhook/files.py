@@ -33,9 +33,9 @@ from gateway.attachments import (
     read_capped,
 )
 from gateway.body import valid_text
-from gateway.config import Settings
 from gateway.inbound import Attachment
 
+from .settings import WebhookSettings
 from .wire import AttachmentIn, MessageIn, describe_validation_error
 
 MAX_FILES = 20  # per message
@@ -77,7 +77,7 @@ def refusal(exc: AttachmentError) -> tuple[int, str]:
 
 
 class WebhookFiles:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WebhookSettings) -> None:
         self.settings = settings
 
     # -- multipart/form-data ----------------------------------------------------------------

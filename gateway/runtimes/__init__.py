@@ -1,4 +1,4 @@
-"""Runtime backends behind the runtime port (``base``), chosen by ``Settings.runtime``."""
+"""Runtime backends behind the runtime port (``base``), chosen by ``CoreSettings.runtime``."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from .base import Runtime, RuntimeSession, SessionInfo, Turn
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..settings import CoreSettings
 
 __all__ = ["Runtime", "RuntimeSession", "SessionInfo", "Turn", "build_runtime", "load_runtime"]
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def build_runtime(settings: CoreSettings) -> Runtime:
     """The configured backend. Imports lazily so that an unused backend costs nothing."""
     if settings.runtime == "embedded":
         from .embedded import demo_bot

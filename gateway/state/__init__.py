@@ -14,7 +14,7 @@ from .sqlite import SqliteStore
 from .timed import TimedStore
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ..settings import CoreSettings
 
 __all__ = [
     "Encoded",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def open_store(settings: Settings) -> StateStore:
+def open_store(settings: CoreSettings) -> StateStore:
     """The store the settings choose (not yet opened)."""
     if settings.store == "sqlite":
         return SqliteStore(
@@ -43,7 +43,7 @@ def open_store(settings: Settings) -> StateStore:
     if settings.store == "redis":
         from .redis import RedisStore  # redis-py is imported only where it is used
 
-        assert settings.redis_url is not None  # Settings requires it for this store
+        assert settings.redis_url is not None  # CoreSettings requires it for this store
         return RedisStore(
             settings.redis_url.get_secret_value(), settings.redis_prefix, settings.dedupe_size
         )

@@ -14,7 +14,6 @@ import aiohttp
 import pytest
 
 from contract import Command, ComposerInputMessage, ComposerInputPayload
-from gateway.config import ConfigError, load_settings
 from gateway.core import Gateway
 from gateway.events import (
     MessageDelta,
@@ -31,6 +30,7 @@ from gateway.events import (
 )
 from gateway.inbound import InboundMessage, Reply
 from gateway.runtimes import Turn, build_runtime
+from slashgate.config import ConfigError, load_settings
 from tests.acp.prompts import AGENT, agent_settings, prompts
 from tests.conftest import make_settings
 from tests.recorder import Recorder

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.config import Settings, load_settings
 from gateway.runtimes import build_runtime
 from gateway.runtimes.electric import ElectricRuntime
 from gateway.runtimes.electric.ids import MAX_ID, entity_id, escape, user_principal
+from slashgate.config import Settings, load_settings
 
 
 def test_build_runtime_picks_electric():

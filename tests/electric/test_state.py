@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Settings
 from gateway.state import MemoryStore, SqliteStore, StateStore, StoreUnavailable, open_store
+from slashgate.config import Settings
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import aiohttp
 
-from gateway.config import Settings, check_environment
+from slashgate.config import Settings, check_environment
 from tests.http import ROOT, STARTUP
 
 TOKEN = "a-token-for-the-test"

@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 from pydantic import SecretStr
 
-from gateway.exposure import open_webhook_refusal
+from channels.webhook.exposure import open_webhook_refusal
 from tests.conftest import ROOT, make_settings
 from tests.http import SERVE, STARTUP, serve_subprocess
 from tests.ops.compose import load_compose

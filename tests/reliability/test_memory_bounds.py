@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from contract import SlashContract
-from gateway.config import Settings
 from gateway.conversation import SHARED_CONTRACTS, _shared_contract
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
+from slashgate.config import Settings
 
 CONVERSATIONS = SHARED_CONTRACTS + 150
 

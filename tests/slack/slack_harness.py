@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
-from channels.slack import SlackChannel
+from channels.slack.channel import SlackChannel
 from channels.slack.mrkdwn import to_mrkdwn
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd, RuntimeEvent, SessionUpdated

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from gateway import offload
-from gateway.config import Settings
 from gateway.state import (
     Encoded,
     Entry,
@@ -23,6 +22,7 @@ from gateway.state import (
 )
 from gateway.state.redis import RedisStore
 from gateway.state.sqlite import SCHEMA_VERSION
+from slashgate.config import Settings
 from tests.redis_server import REDIS, redis_server
 
 KINDS = ["memory", "sqlite", pytest.param("redis", marks=pytest.mark.skipif(

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
-from channels.telegram import TelegramChannel
+from channels.telegram.channel import TelegramChannel
 from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageEnd, RuntimeEvent, SessionUpdated
 from gateway.runtimes.base import Runtime, RuntimeSession, Turn, UpdateListener

@@ -9,9 +9,9 @@ import weakref
 
 from contract import Command
 
-from ...config import Settings
 from ...events import SessionUpdated
 from ...metrics import StoreObserver
+from ...settings import CoreSettings
 from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
@@ -34,7 +34,7 @@ class ElectricRuntime(Runtime):
     name = "electric"
     strict_names = True  # the server answers 422 to slash_command names outside STRICT_NAME
 
-    def __init__(self, settings: Settings, store: StateStore | None = None) -> None:
+    def __init__(self, settings: CoreSettings, store: StateStore | None = None) -> None:
         self.settings = settings
         self.prefix = check_prefix(settings.electric_id_prefix)
         self.entity_type = settings.electric_entity_type

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 
-from .config import Settings
+from .settings import WebhookSettings
 
 log = logging.getLogger("slashgate")
 
@@ -25,7 +25,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def open_webhook_refusal(settings: Settings) -> str | None:
+def open_webhook_refusal(settings: WebhookSettings) -> str | None:
     """Why the gateway must not start as configured, or None when it may (with a warning
     when the webhook is served open on purpose).
     """

@@ -1,0 +1,46 @@
+"""The Slack channel's settings (``[slack]``, ``SLASHGATE_SLACK_*``): on when the bot token
+and the signing secret are set.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from pydantic import SecretStr, field_validator, model_validator
+
+from gateway.settings import CoreSettings
+
+_NEEDED = ("slack_bot_token", "slack_signing_secret")
+
+
+class SlackSettings(CoreSettings):
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_base: str = "https://slack.com/api/"
+    slack_umbrella_command: str = "agent"
+    slack_public_url: str | None = None  # the gateway's public base URL, for the manifest
+
+    @model_validator(mode="after")
+    def _slack_is_wholly_set(self) -> Self:
+        # A half-set channel would be silently off: say which setting is missing instead.
+        # (slack_app_token alone is fine: it is set before the app exists, for its manifest.)
+        if any(getattr(self, name) for name in _NEEDED):
+            for name in _NEEDED:
+                if not getattr(self, name):
+                    raise ValueError(
+                        f"{name} is not set: the Slack channel needs slack_bot_token and "
+                        f"slack_signing_secret (SLASHGATE_{name.upper()})"
+                    )
+        return self
+
+    @field_validator("slack_public_url")
+    @classmethod
+    def _public_url_is_https(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("https://"):
+            raise ValueError("must be the gateway's public https:// URL (Slack posts only there)")
+        return value
+
+
+def enabled(settings: SlackSettings) -> bool:
+    return bool(settings.slack_bot_token and settings.slack_signing_secret)

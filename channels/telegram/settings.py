@@ -1,0 +1,53 @@
+"""The Telegram channel's settings (``[telegram]``, ``SLASHGATE_TELEGRAM_*``): on when
+``telegram_token`` is set.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, model_validator
+
+from gateway.settings import CoreSettings
+
+
+class TelegramSettings(CoreSettings):
+    telegram_token: SecretStr | None = None
+    telegram_secret: SecretStr | None = None
+    telegram_mode: Literal["webhook", "polling"] = "webhook"
+    telegram_api_base: str = "https://api.telegram.org"
+    telegram_group_text: Literal["mention", "all"] = "mention"
+    telegram_webhook_url: str | None = None  # public URL of /telegram/webhook, set at start
+    telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
+    telegram_media_group_wait: float = Field(1.0, ge=0)  # seconds an album waits for its items
+
+    @model_validator(mode="after")
+    def _telegram_webhook_has_a_secret(self) -> Self:
+        if self.telegram_token and self.telegram_mode == "webhook" and not self.telegram_secret:
+            raise ValueError(
+                "telegram_secret is not set: Telegram webhook mode needs it "
+                "(SLASHGATE_TELEGRAM_SECRET, the secret_token given to setWebhook); "
+                "or set telegram_mode = polling"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _telegram_is_wholly_set(self) -> Self:
+        # A half-set channel would be silently off: say which setting is missing instead.
+        if not self.telegram_token:
+            for name in ("telegram_secret", "telegram_webhook_url"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"{name} is set but telegram_token is not: the Telegram channel needs "
+                        "its bot token (SLASHGATE_TELEGRAM_TOKEN)"
+                    )
+        if self.telegram_webhook_url and self.telegram_mode == "polling":
+            raise ValueError(
+                'telegram_webhook_url is set but telegram_mode is "polling": the URL is for '
+                'webhook mode only; remove it or set telegram_mode = "webhook"'
+            )
+        return self
+
+
+def enabled(settings: TelegramSettings) -> bool:
+    return settings.telegram_token is not None

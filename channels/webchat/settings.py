@@ -1,0 +1,14 @@
+"""The web chat channel's setting: ``webchat``, the page at /chat (on by default)."""
+
+from __future__ import annotations
+
+from gateway.settings import CoreSettings
+
+
+class WebchatSettings(CoreSettings):
+    # the page at /chat (it talks to the webhook's /v1 API)
+    webchat: bool = True
+
+
+def enabled(settings: WebchatSettings) -> bool:
+    return settings.webchat

@@ -1,0 +1,229 @@
+"""The app's settings: the gateway's (``CoreSettings``) and every registered channel's, composed
+into one model, read from a TOML file, then ``SLASHGATE_*`` environment variables on top.
+
+Fields are flat so that each has one obvious environment name (``telegram_token`` ->
+``SLASHGATE_TELEGRAM_TOKEN``). In the TOML file a section flattens into its fields:
+``[telegram] token = "..."`` is ``telegram_token``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+from typing import Any, get_origin
+
+from pydantic import ValidationError, create_model
+
+from contract import Catalog
+from gateway.settings import ENV_PREFIX, CoreSettings
+
+from .registry import CHANNELS
+
+
+def _composed() -> type[CoreSettings]:
+    """One model with every registered channel's fields: each channel's model subclasses
+    CoreSettings, and pydantic runs the validators of every base.
+    """
+    return create_model(
+        "Settings",
+        __base__=tuple(dict.fromkeys(plug.settings for plug in CHANNELS)),
+        __module__=__name__,
+        __doc__="The gateway's settings and those of every channel in the registry.",
+    )
+
+
+Settings = _composed()
+
+
+class ConfigError(ValueError):
+    """Configuration mistakes, one line each, naming the file, the key as it is written there
+    (``[telegram] tokn``) or the environment variable, and the closest valid name.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def flatten_toml(data: dict[str, Any]) -> dict[str, Any]:
+    return _flatten(data, "")[0]
+
+
+def _flatten(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """The settings a TOML file sets, how the file spells each (``[telegram] token``), and a
+    line for each key that is no setting.
+    """
+    fields = Settings.model_fields
+    sections = sorted({name.split("_")[0] for name in fields if "_" in name})
+    flat: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    problems: list[str] = []
+    where = f"{path}: " if path else ""
+
+    def take(name: str, spelling: str, value: Any) -> None:
+        if name in flat:
+            problems.append(f"{where}{spelling} is set twice (also as {spelled[name]})")
+        flat[name], spelled[name] = value, spelling
+
+    for key, value in data.items():
+        if key in fields:
+            # A table setting (catalog, acp_env) is named as the table it is written as.
+            take(key, f"[{key}]" if isinstance(value, dict) else key, value)
+            if key == "catalog" and isinstance(value, dict):
+                problems += _unknown_messages(value, where)
+        elif isinstance(value, dict) and any(name.startswith(f"{key}_") for name in fields):
+            inner_names = [
+                name.removeprefix(f"{key}_") for name in fields if name.startswith(f"{key}_")
+            ]
+            for inner, inner_value in value.items():
+                if inner in inner_names:
+                    take(f"{key}_{inner}", f"[{key}] {inner}", inner_value)
+                else:
+                    hint = _closest(inner, inner_names, f"[{key}] {{}}")
+                    problems.append(f"{where}[{key}] {inner} is not a setting{hint}")
+        elif isinstance(value, dict):
+            hint = _closest(key, sections, "[{}]")
+            problems.append(f"{where}[{key}] is not a section{hint}")
+        else:
+            problems.append(f"{where}{key} is not a setting{_closest(key, list(fields), '{}')}")
+    return flat, spelled, problems
+
+
+def _unknown_messages(catalog: dict[str, Any], where: str) -> list[str]:
+    known = list(Catalog.model_fields)
+    return [
+        f"{where}[catalog] {key} is not a message{_closest(key, known, '[catalog] {}')}"
+        for key in catalog
+        if key not in known
+    ]
+
+
+def _closest(name: str, known: list[str], form: str) -> str:
+    """``; did you mean ...?`` with the closest known name in ``form``, or nothing."""
+    lowered = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1)
+    return f"; did you mean {form.format(lowered[close[0]])}?" if close else ""
+
+
+def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse ``SLASHGATE_*`` variables that are no settings or not JSON of their shape."""
+    problems = _environment_problems(environ)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _environment_problems(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """A line for each ``SLASHGATE_*`` variable that is no setting (with the closest name) and
+    each list or table setting whose value is not JSON of that shape.
+    """
+    names = {ENV_PREFIX + name.upper(): name for name in Settings.model_fields}
+    known = [*names, ENV_PREFIX + "CONFIG"]
+    problems = []
+    for variable, value in environ.items():
+        upper = variable.upper()
+        if upper in names:
+            problems += _json_problems(variable, value, names[upper])
+        elif upper.startswith(ENV_PREFIX) and upper not in known:
+            problems.append(f"{variable} is not a setting{_closest(upper, known, '{}')}")
+    return problems
+
+
+def _json_problems(variable: str, value: str, name: str) -> list[str]:
+    shape = get_origin(Settings.model_fields[name].annotation)
+    if shape not in (list, dict):
+        return []
+    example = '["a", "b"]' if shape is list else '{"KEY": "value"}'
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, shape):
+        return []
+    kind = "a list" if shape is list else "a table"
+    return [f"{variable} must be {kind} in JSON, e.g. {variable}='{example}'"]
+
+
+def _read_toml(path: str | os.PathLike[str], named_by: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file (named by {named_by})"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read it: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not UTF-8 text"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib (3.11) puts the position in its message only: "... (at line 3, column 7)".
+        found = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", str(exc))
+        if found is None:
+            raise ConfigError([f"{path}: not valid TOML: {exc}"]) from None
+        message, line, column = found.groups()
+        raise ConfigError([f"{path}:{line}:{column}: not valid TOML: {message}"]) from None
+
+
+def _named(
+    name: str, environ: dict[str, str] | os._Environ[str], file: str, spelled: dict[str, str]
+) -> str:
+    """A setting as the user gave it: its environment variable (which wins), or its key in the
+    file, or its own name.
+    """
+    variable = ENV_PREFIX + name.upper()
+    given = [v for v in environ if v.upper() == variable]
+    if given:
+        return given[0]
+    if name in spelled:
+        return f"{file}: {spelled[name]}"
+    return name
+
+
+def _validation_problems(
+    exc: ValidationError,
+    environ: dict[str, str] | os._Environ[str],
+    file: str,
+    spelled: dict[str, str],
+) -> list[str]:
+    problems = []
+    for error in exc.errors():
+        cause = (error.get("ctx") or {}).get("error")  # a validator's own ValueError
+        message = str(cause) if error["type"] == "value_error" and cause else error["msg"]
+        name, *inside = error["loc"] or ("",)
+        if not name:  # a rule over several settings: its message names them
+            problems.append(message)
+            continue
+        where = _named(str(name), environ, file, spelled) + "".join(f"[{p!r}]" for p in inside)
+        # A table's own check names the key inside it: "[catalog] busy: ...".
+        problems.append(f"{where}{' ' if where.endswith(']') and not inside else ': '}{message}")
+    return problems
+
+
+def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any) -> CoreSettings:
+    """Settings from ``config`` (or ``SLASHGATE_CONFIG``), the environment, then overrides.
+    Every mistake, in the file or the environment, raises one ``ConfigError``.
+    """
+    environ = os.environ
+    problems = _environment_problems(environ)
+    path = config or environ.get("SLASHGATE_CONFIG")
+    values: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    if path:
+        named_by = "--config" if config else "SLASHGATE_CONFIG"
+        try:
+            values, spelled, file_problems = _flatten(_read_toml(path, named_by), str(path))
+        except ConfigError as exc:
+            file_problems = exc.problems
+        problems += file_problems
+    if problems:  # the values are not checked before the names are right
+        raise ConfigError(problems)
+    try:
+        settings = Settings(**values)
+    except ValidationError as exc:
+        raise ConfigError(_validation_problems(exc, environ, str(path), spelled)) from None
+    named = {name: _named(name, environ, str(path), spelled) for name in Settings.model_fields}
+    settings._named = {name: said for name, said in named.items() if said != name}
+    if overrides:  # command-line flags win over the environment
+        settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    return settings
