@@ -19,6 +19,7 @@ from gateway.openapi import document
 from gateway.state import Entry
 
 from .autocomplete import Completer
+from .bot import rest_bot
 from .docs import operations
 from .endpoint import PATH, InteractionsEndpoint
 from .files import DiscordFiles
@@ -36,24 +37,6 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
-
-
-def rest_bot(settings: DiscordSettings) -> hikari.RESTBot:
-    """hikari's REST bot, quiet: no banner, the gateway's logging left as it is."""
-    if settings.discord_token is None or settings.discord_public_key is None:
-        raise ValueError("the Discord channel needs discord_token and discord_public_key")
-    return hikari.RESTBot(
-        settings.discord_token.get_secret_value(),
-        "Bot",
-        public_key=settings.discord_public_key,
-        banner=None,
-        logs=None,
-        suppress_optimization_warning=True,
-        rest_url=settings.discord_api_base,
-        http_settings=hikari.impl.HTTPSettings(
-            timeouts=hikari.impl.HTTPTimeoutSettings(total=settings.platform_timeout)
-        ),
-    )
 
 
 class DiscordChannel(Channel):

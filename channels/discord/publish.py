@@ -1,0 +1,41 @@
+"""``slashgate discord sync``: publish the command list now, from the runtime's inventory,
+without serving (the channel does the same at start when ``discord_sync_commands`` is on).
+"""
+
+from __future__ import annotations
+
+import hikari
+
+from gateway.core import Gateway
+from gateway.runtimes import Runtime
+
+from .bot import rest_bot
+from .settings import DiscordSettings
+from .sync import CommandSync
+
+
+async def publish_commands(settings: DiscordSettings, runtime: Runtime) -> str:
+    """Overwrite Discord's command list where it differs from the inventory's; what was done."""
+    gateway = Gateway(settings, runtime)
+    await gateway.start()
+    try:
+        menu = gateway.menu()  # None: the runtime lists its commands once a session is open
+        inventory = menu if menu is not None else await gateway.commands("discord", "sync")
+    finally:
+        await gateway.stop()
+    rest = rest_bot(settings).rest
+    assert isinstance(rest, hikari.impl.RESTClientImpl)  # what RESTBot makes
+    sync = CommandSync(rest, settings.discord_umbrella_command, settings.discord_guild_ids)
+    sync.update(inventory)
+    rest.start()
+    try:
+        written = await sync.publish()
+    finally:
+        await rest.close()
+    scopes = len(settings.discord_guild_ids) or 1
+    where = f"{scopes} guild(s)" if settings.discord_guild_ids else "globally"
+    if not written:
+        return f"{len(sync.commands.builders)} commands, already published {where}"
+    return (
+        f"{len(sync.commands.builders)} commands published {where} ({written} of {scopes} written)"
+    )
