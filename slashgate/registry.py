@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from channels.discord import settings as discord
 from channels.slack import settings as slack
 from channels.telegram import settings as telegram
 from channels.webchat import settings as webchat
@@ -63,6 +64,7 @@ CHANNELS: tuple[Plug[Any], ...] = (
     Plug(webchat.WebchatSettings, webchat.enabled, "channels.webchat.channel:WebchatChannel"),
     Plug(telegram.TelegramSettings, telegram.enabled, "channels.telegram.channel:TelegramChannel"),
     Plug(slack.SlackSettings, slack.enabled, "channels.slack.channel:SlackChannel"),
+    Plug(discord.DiscordSettings, discord.enabled, "channels.discord.channel:DiscordChannel"),
 )
 
 
