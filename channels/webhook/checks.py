@@ -17,6 +17,7 @@ from gateway.channel import Channel
 
 from .errors import ApiError
 from .files import RequestProblem, refusal
+from .settings import WebhookSettings
 from .wire import describe_validation_error
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ class Bearer:
 class Route:
     """What a /v1 route reads of its channel, and the checks of its requests."""
 
-    def __init__(self, channel: Channel, bearer: Bearer) -> None:
+    def __init__(self, channel: Channel[WebhookSettings], bearer: Bearer) -> None:
         self.gateway, self.settings, self.name = channel.gateway, channel.settings, channel.name
         self.authorize = bearer.check
 

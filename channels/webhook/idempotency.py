@@ -15,6 +15,7 @@ from gateway.store import BoundedTTLMap
 
 from .answer import stored_answer
 from .errors import ApiError
+from .settings import WebhookSettings
 
 log = logging.getLogger("slashgate.webhook")
 
@@ -44,7 +45,7 @@ def _unavailable() -> ApiError:
 class Keys:
     """The keys' answers: kept in the gateway's store, and awaited here while being made."""
 
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel[WebhookSettings]) -> None:
         self.gateway, self.settings, self.name = channel.gateway, channel.settings, channel.name
         # Answers still being made here, by key: a repeat waits for the first one's answer.
         self._running: BoundedTTLMap[asyncio.Future[dict[str, Any]]] = BoundedTTLMap(

@@ -21,6 +21,7 @@ from .answer import respond
 from .checks import Bearer, Route, checked_files, parse
 from .files import WebhookFiles
 from .idempotency import Idempotency, Keys
+from .settings import WebhookSettings
 from .sinks import EVENT_STREAM, AnswerSink, EventStreamSink
 from .wire import MessageIn, outcome_body
 
@@ -38,7 +39,7 @@ def upload_from(record: dict[str, Any]) -> Attachment:
 
 
 class Messages(Route):
-    def __init__(self, channel: Channel, bearer: Bearer) -> None:
+    def __init__(self, channel: Channel[WebhookSettings], bearer: Bearer) -> None:
         super().__init__(channel, bearer)
         self.files = WebhookFiles(self.settings)
         self.keys = Keys(channel)
