@@ -36,6 +36,7 @@ class DiscordSink(ReplySink):
         self.finished = False
         self._accepted = False
         self._text = ""
+        self._shown: str | None = None  # what the original response shows of the reply
         self._dirty = asyncio.Event()
         self._stream: asyncio.Task[None] | None = None
 
@@ -73,7 +74,7 @@ class DiscordSink(ReplySink):
                 if await self.messages.follow_up(part, True) is None:
                     return
             return
-        if not await self.messages.edit(parts[0]):
+        if parts[0] != self._shown and not await self.messages.edit(parts[0]):
             return
         for part in parts[1:]:
             if await self.messages.follow_up(part, target.ephemeral) is None:
@@ -92,9 +93,13 @@ class DiscordSink(ReplySink):
             self._stream = None
 
     async def _streaming(self) -> None:
-        """Show the text so far, then wait out the interval; again while more came."""
+        """After one interval, show the text so far; again at most once an interval while
+        more comes. An instant reply so costs one edit, the final one.
+        """
         while True:
+            await asyncio.sleep(self.interval)
             await self._dirty.wait()
             self._dirty.clear()
-            await self.messages.edit(preview(self._text))
-            await asyncio.sleep(self.interval)
+            text = preview(self._text)
+            if await self.messages.edit(text):
+                self._shown = text
