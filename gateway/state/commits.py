@@ -71,12 +71,12 @@ class GroupCommit:
         self._jobs.put(_Job(work, future))
         return future
 
-    async def write(self, sql: str, params: tuple[Any, ...]) -> int:
-        """Run one statement (its row count), written before this returns."""
-        count = self._now(sql, params)
-        if count is not None:
-            return count
-        return await self.submit(lambda db: db.execute(sql, params).rowcount)
+    async def write(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """Run one statement (the rows it returns), written before this returns."""
+        rows = self._now(sql, params)
+        if rows is not None:
+            return rows
+        return await self.submit(lambda db: db.execute(sql, params).fetchall())
 
     def write_soon(self, sql: str, params: tuple[Any, ...]) -> None:
         """Run one statement, nobody waiting: at once when it can, else in the thread's next
@@ -94,9 +94,9 @@ class GroupCommit:
             self._jobs.put(None)
         await asyncio.shield(self._stopped)
 
-    def _now(self, sql: str, params: tuple[Any, ...]) -> int | None:
-        """The statement's row count, committed at once on ``quick``; None when the thread
-        has work (the statement would overtake it) or the file is locked.
+    def _now(self, sql: str, params: tuple[Any, ...]) -> list[Any] | None:
+        """The statement's rows, committed at once on ``quick``; None when the thread has
+        work (the statement would overtake it) or the file is locked.
         """
         idle = self._submitted == self._settled and self._stopped is None
         if not idle or not self._lock.acquire(blocking=False):
@@ -105,13 +105,14 @@ class GroupCommit:
             if self._submitted != self._settled:
                 return None
             try:
-                count = self._quick.execute(sql, params).rowcount  # its own transaction
+                # Its own transaction, committed once every row is read.
+                rows = self._quick.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
                     return None  # another process writes: the thread waits for it
                 raise StoreUnavailable(f"SQLite: {exc}") from exc
             self._commits += 1
-            return count
+            return rows
         finally:
             self._lock.release()
 

@@ -21,7 +21,7 @@ from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 from .commits import GroupCommit, Work
 
 if TYPE_CHECKING:
-    from ..settings import SqliteSynchronous
+    from ..config import SqliteSynchronous
 
 T = TypeVar("T")
 
@@ -166,12 +166,11 @@ class SqliteStore(StateStore):
     # -- key-value -------------------------------------------------------------------------
 
     async def get(self, key: str) -> Any | None:
-        row = await self._call(
-            lambda db: db.execute(
-                "UPDATE state SET used = ? WHERE key = ? RETURNING value", (time.time(), key)
-            ).fetchone()
+        # What it writes (when the key was last used) need not be durable.
+        rows = await self.writer.write(
+            "UPDATE state SET used = ? WHERE key = ? RETURNING value", (time.time(), key)
         )
-        return None if row is None else json.loads(row[0])
+        return json.loads(rows[0][0]) if rows else None
 
     async def set(self, key: str, value: Any) -> None:
         encoded = encode(value)
