@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from channels.discord.channel import DiscordChannel
 from gateway.runtimes import Runtime
-from gateway.server import Running
+from slashgate.server import Running
 
 from .fake import BOT_TOKEN, FakeDiscord, Message
 from .interactions import PUBLIC_KEY, DiscordClient
