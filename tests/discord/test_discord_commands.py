@@ -91,3 +91,14 @@ async def test_autocomplete_answers_from_the_contracts_completion(gateway_server
         assert values[0] == "deploy "
         status, body = await h.discord.post(autocomplete("agent", "command", "/pr"))
         assert body["data"]["choices"][0]["value"] == "/pr-review "
+
+
+async def test_a_command_discord_still_lists_but_the_agent_dropped_is_unsupported(gateway_server):
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake, parity_runtime()) as h:
+        payload = command("gone", ("arguments", 3, "now"))
+        await h.interact(payload)
+        [reply] = await h.replies(payload["token"])
+    assert reply.ephemeral
+    assert (
+        reply.content == "Unsupported slash command /gone. Send /help to list available commands."
+    )
