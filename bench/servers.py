@@ -141,8 +141,8 @@ def bolt_app(api: str) -> web.Application:
 async def slashgate(kind: str, api: str) -> None:
     from pydantic import SecretStr
 
-    from gateway.server import running
     from slashgate.config import Settings
+    from slashgate.server import running
 
     # The store is the bench's choice (``--store``), never a file left in the work tree.
     store = os.environ.get("BENCH_STORE", "memory")

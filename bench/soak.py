@@ -142,7 +142,7 @@ async def start_server(state: Path, settings: list[str]) -> asyncio.subprocess.P
         name, _, value = setting.partition("=")
         env[f"SLASHGATE_{name.upper()}"] = value
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", "0",
+        sys.executable, "-m", "slashgate", "serve", "--host", "127.0.0.1", "--port", "0",
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
 

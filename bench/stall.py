@@ -100,8 +100,8 @@ async def serve() -> None:
     """The server process: slashgate and the probe, until its standard input closes; then
     (start, lateness) of every probe sleep, as JSON on stdout.
     """
-    from gateway.server import running
     from slashgate.config import Settings
+    from slashgate.server import running
 
     samples: list[tuple[float, float]] = []
 

@@ -44,7 +44,7 @@ class CoreSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     # Where clients reach the port when that is not host (a container's published address;
-    # compose.yaml passes it): the open-webhook check looks at it.
+    # compose.yaml passes it): the open-webhook check looks at it (channels/webhook/exposure.py).
     published_host: str | None = None
     log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
     log_format: Literal["text", "json"] = "text"

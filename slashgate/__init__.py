@@ -12,10 +12,13 @@
 
     bot.run()  # or runtime = "mybot:bot" in slashgate.toml
 
-See docs/extending.md.
+See docs/extending.md. The package is also the app: the composition root (settings, channel
+registry, server, command line) above the channels and the gateway.
 """
 
 from gateway.runtimes.base import Runtime
-from gateway.runtimes.embedded import Bot, CommandHandler, Context, HandlerError, Reference
+from gateway.runtimes.embedded import CommandHandler, Context, HandlerError, Reference
+
+from .bot import Bot
 
 __all__ = ["Bot", "CommandHandler", "Context", "HandlerError", "Reference", "Runtime"]

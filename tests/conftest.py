@@ -23,8 +23,8 @@ import gateway.runtimes.pi  # noqa: F401
 from contract import Classification, Command
 from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
-from gateway.server import Running, running
 from slashgate.config import Settings
+from slashgate.server import Running, running
 
 # Every async test runs under the loop watchdog; pytester runs it in its own self-test.
 pytest_plugins = ["tests.loop_watchdog", "pytester"]

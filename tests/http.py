@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STARTUP = 30.0
 
 
-SERVE = (sys.executable, "-m", "gateway", "serve")
+SERVE = (sys.executable, "-m", "slashgate", "serve")
 
 
 @dataclass

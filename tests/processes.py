@@ -99,7 +99,7 @@ async def serving(settings: dict[str, str], wait: float) -> AsyncIterator[Served
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "gateway",
+        "slashgate",
         "serve",
         "--host",
         "127.0.0.1",

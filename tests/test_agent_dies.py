@@ -35,7 +35,7 @@ def test_the_agents_last_stderr_lines_come_with_the_error(command: str, tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     port = ["--port", "0"] if command == "serve" else []
     ran = subprocess.run(
-        [sys.executable, "-m", "gateway", command, "--config", str(config), *port],
+        [sys.executable, "-m", "slashgate", command, "--config", str(config), *port],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     said = ran.stdout + ran.stderr

@@ -46,7 +46,7 @@ def test_unknown_or_bad_values_are_refused(tmp_path: Path) -> None:
 def test_cli_reports_bad_configuration_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gateway.cli import main
+    from slashgate.cli import main
 
     config = tmp_path / "bad.toml"
     config.write_text("run_timeout = -1\n")
@@ -62,7 +62,7 @@ def test_cli_reports_a_port_in_use_in_one_line(
 ) -> None:
     import socket
 
-    from gateway.cli import main
+    from slashgate.cli import main
 
     monkeypatch.setenv("SLASHGATE_STORE", "memory")  # no state file in the working folder
 
@@ -79,7 +79,7 @@ def test_cli_reports_a_port_in_use_in_one_line(
 def test_the_manifest_needs_the_public_url_unless_socket_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gateway.cli import main
+    from slashgate.cli import main
 
     monkeypatch.delenv("SLASHGATE_CONFIG", raising=False)
     assert main(["slack", "manifest"]) == 2
@@ -107,7 +107,7 @@ def test_bare_slashgate_prints_help_and_version_prints_the_version(
 ) -> None:
     from importlib.metadata import version
 
-    from gateway.cli import main
+    from slashgate.cli import main
 
     assert main([]) == 0
     out = capsys.readouterr().out

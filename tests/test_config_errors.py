@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
+from slashgate.cli import main
 from tests.http import ROOT
 
 FILE = "slashgate.toml"
@@ -162,7 +162,7 @@ def test_an_acp_agent_program_that_is_not_there_is_one_line_and_status_2(tmp_pat
     config.write_text(f'runtime = "acp"\nstore = "memory"\n[acp]\ncommand = ["{agent}"]\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     served = subprocess.run(
-        [sys.executable, "-m", "gateway", "serve", "--port", "0", "--config", str(config)],
+        [sys.executable, "-m", "slashgate", "serve", "--port", "0", "--config", str(config)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert served.returncode == 2, served.stderr

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from pydantic import SecretStr
 
-from gateway.server import Running
+from slashgate.server import Running
 from tests.conftest import ServerFactory
 from tests.slack.slack_fake import BOT_TOKEN, SIGNING_SECRET, fake_slack
 from tests.telegram.fake_bot_api import FakeBotAPI

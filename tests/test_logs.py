@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.server import running
+from slashgate.server import running
 from tests.conftest import ServerFactory, make_settings
 from tests.ops.test_logs import captured
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from gateway.server import Running
+from slashgate.server import Running
 from tests.conftest import ServerFactory
 from tests.http import read_events
 

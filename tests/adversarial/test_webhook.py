@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 from pydantic import SecretStr
 
-from gateway.server import Running
+from slashgate.server import Running
 from tests.conftest import ServerFactory
 
 from .common import BOUND, FLAVORS, fill_bytes, healthz_watch, raw_request

@@ -13,7 +13,7 @@ import pytest
 
 from contract import utf16_len, utf16_slice
 from gateway.runtimes import build_runtime
-from gateway.server import Running
+from slashgate.server import Running
 
 from ..conftest import make_settings
 from ..http import read_events

@@ -8,7 +8,7 @@ import time
 import aiohttp
 
 from gateway.runtimes.electric.runtime import ElectricRuntime
-from gateway.server import Running
+from slashgate.server import Running
 
 from .conftest import ENTITY_TYPE, STATIC_COMMANDS, GatewayFactory, commands, say
 from .fake_server import FakeElectric

@@ -17,7 +17,7 @@ from tests.telegram.fake_bot_api import FakeBotAPI
 async def check(config: Path) -> tuple[int, list[str]]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "check", "--config", str(config),
+        sys.executable, "-m", "slashgate", "check", "--config", str(config),
         cwd=ROOT, env=clean, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await process.communicate()

@@ -25,7 +25,7 @@ class GatewayProcess:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
         clean.update({f"SLASHGATE_{k.upper()}": v for k, v in self.env.items()})
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway", "serve", "--port", "0",
+            sys.executable, "-m", "slashgate", "serve", "--port", "0",
             cwd=ROOT, env=clean,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip

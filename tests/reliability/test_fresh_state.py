@@ -22,7 +22,7 @@ async def _manifest(state: Path) -> tuple[int, str, str]:
     env["SLASHGATE_STATE_PATH"] = str(state)
     env["SLASHGATE_SLACK_PUBLIC_URL"] = "https://gw.example.com"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "slack", "manifest",
+        sys.executable, "-m", "slashgate", "slack", "manifest",
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await process.communicate()

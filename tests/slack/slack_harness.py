@@ -19,7 +19,7 @@ from gateway.events import MessageDelta, MessageEnd, RuntimeEvent, SessionUpdate
 from gateway.runtimes import Runtime, RuntimeSession, Turn
 from gateway.runtimes.base import UpdateListener
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
-from gateway.server import Running
+from slashgate.server import Running
 from tests.slack.slack_fake import BOT_TOKEN, SIGNING_SECRET, FakeSlack, Message, SlackClient
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]

@@ -8,9 +8,9 @@ from pydantic import SecretStr
 
 from channels.slack.manifest import MAX_SLASH_COMMANDS, build_manifest, slack_command_name
 from contract import Command
-from gateway.cli import main
 from gateway.core import Gateway
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext
+from slashgate.cli import main
 from tests.conftest import make_settings
 
 

@@ -20,7 +20,7 @@ from channels.telegram.channel import TelegramChannel
 from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageEnd, RuntimeEvent, SessionUpdated
 from gateway.runtimes.base import Runtime, RuntimeSession, Turn, UpdateListener
-from gateway.server import Running
+from slashgate.server import Running
 
 from .fake_bot_api import BOT_ID, WAIT, FakeBotAPI
 

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from channels.telegram import delivery
 from gateway.backoff import Backoff
-from gateway.server import StartError, running
+from slashgate.server import StartError, running
 from tests.conftest import make_settings
 
 from .fake_bot_api import REDIRECTS, FakeBotAPI

@@ -14,8 +14,8 @@ from pydantic import SecretStr
 from channels.telegram import channel as telegram_channel
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd
-from gateway.server import StartError, running
 from gateway.state import Entry, SqliteStore
+from slashgate.server import StartError, running
 from tests.conftest import make_settings
 
 from .fake_bot_api import WAIT, FakeBotAPI
@@ -168,7 +168,7 @@ async def test_the_webhook_is_registered_with_its_secret(telegram: Start, fake: 
 def test_webhook_mode_without_a_secret_refuses_to_start(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from gateway.cli import main
+    from slashgate.cli import main
 
     monkeypatch.setenv("SLASHGATE_TELEGRAM_TOKEN", "123:abc")
     monkeypatch.delenv("SLASHGATE_TELEGRAM_SECRET", raising=False)

@@ -2,14 +2,14 @@
 
 In the style of aiogram and slack-bolt: decorate an async function per command, and one for
 plain text; each gets a ``Context`` with the parsed input and streams its reply through it.
-A ``Bot`` is a runtime, so ``runtime = "package.module:bot"`` in the settings serves it.
+A ``Bot`` is a runtime, so ``runtime = "package.module:bot"`` in the settings serves it;
+``slashgate.Bot`` adds ``run()``, which serves it from a script.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -165,12 +165,6 @@ class Bot(EmbeddedRuntime, _AddsCommands):
 
     def _publish_static(self, commands: tuple[Command, ...]) -> None:
         self.definition = replace(self.definition, slash_commands=commands)
-
-    def run(self, argv: list[str] | None = None) -> None:
-        """``slashgate serve`` with this bot as the runtime: ``python mybot.py --port 9000``."""
-        from ...cli import main
-
-        sys.exit(main(["serve", *(sys.argv[1:] if argv is None else argv)], runtime=self))
 
     async def _dispatch(self, inner: HandlerContext) -> None:
         wake = inner.wake

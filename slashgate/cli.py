@@ -12,16 +12,16 @@ from pydantic import ValidationError
 
 from channels.slack.manifest import build_manifest, effective_inventory, request_url
 from channels.slack.settings import SlackSettings
-from slashgate.config import ConfigError, load_settings
-from slashgate.registry import settings_as
+from gateway import logs
+from gateway.runtimes import Runtime, build_runtime
+from gateway.runtimes.stdio import missing_program, program
+from gateway.settings import CoreSettings
+from gateway.validation import describe_validation_error
 
-from . import logs
 from .check import check, described
-from .runtimes import Runtime, build_runtime
-from .runtimes.stdio import missing_program, program
+from .config import ConfigError, load_settings
+from .registry import settings_as
 from .server import StartError, serve
-from .settings import CoreSettings
-from .validation import describe_validation_error
 
 
 def _port(text: str) -> int:

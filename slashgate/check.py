@@ -8,18 +8,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from .core import Gateway
-from .logs import Secrets, secrets_of
-from .runtimes import Runtime
-from .settings import CoreSettings
-from .state import StateStore
+from gateway.core import Gateway
+from gateway.logs import Secrets, secrets_of
+from gateway.runtimes import Runtime
+from gateway.settings import CoreSettings
+from gateway.state import StateStore
+
+from .registry import build_channels
 
 TIMEOUT = 30.0  # seconds one part may take
 
 
 async def check(settings: CoreSettings, runtime: Runtime) -> int:
-    from slashgate.registry import build_channels
-
     gateway = Gateway(settings, runtime)
     channels = build_channels(gateway, settings)
     secrets = Secrets(secrets_of(settings))

@@ -16,14 +16,17 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from . import logs, openapi, probes
-from .channel import ERROR_ANSWERS, Channel, ErrorAnswer
-from .core import Gateway
-from .logs import Sampler, Secrets, secrets_of
-from .metrics import Metrics
-from .runtimes import Runtime, build_runtime
-from .runtimes.stdio import program
-from .settings import CoreSettings
+from gateway import logs, openapi
+from gateway.channel import ERROR_ANSWERS, Channel, ErrorAnswer
+from gateway.core import Gateway
+from gateway.logs import Sampler, Secrets, secrets_of
+from gateway.metrics import Metrics
+from gateway.runtimes import Runtime, build_runtime
+from gateway.runtimes.stdio import program
+from gateway.settings import CoreSettings
+
+from . import probes
+from .registry import build_channels, refusal
 
 log = logging.getLogger("slashgate")
 http_log = logging.getLogger("slashgate.http")
@@ -45,8 +48,6 @@ class Running:
 def build_app(
     settings: CoreSettings, runtime: Runtime | None = None
 ) -> tuple[web.Application, Gateway, list[Channel]]:
-    from slashgate.registry import build_channels
-
     gateway = Gateway(settings, runtime or build_runtime(settings))
     answers: list[ErrorAnswer] = []
     # One middleware for every route: each layer aiohttp runs costs every request.
@@ -134,10 +135,8 @@ def _reason(response: web.StreamResponse) -> str:
 @asynccontextmanager
 async def running(settings: CoreSettings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
-    from slashgate.registry import refusal as channel_refusal
-
-    if refusal := channel_refusal(settings):
-        raise StartError(refusal)
+    if refused := refusal(settings):
+        raise StartError(refused)
     app, gateway, channels = build_app(settings, runtime)
     # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
     # before the routes see it; they decode (gateway.body), with a size cap and JSON errors.

@@ -12,11 +12,11 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from .channel import Channel
-from .core import Gateway
-from .logs import Secrets
-from .openapi import Body, Operation, Response, document
-from .state import store_problem
+from gateway.channel import Channel
+from gateway.core import Gateway
+from gateway.logs import Secrets
+from gateway.openapi import Body, Operation, Response, document
+from gateway.state import store_problem
 
 CHECK_TIMEOUT = 5.0  # seconds one readiness check may take before it counts as not ready
 
