@@ -1,6 +1,6 @@
 """Reading a request body whole, within a size limit, with its Content-Encoding undone.
 
-The server turns aiohttp's own decompression off (``gateway.server``): it answers an
+The server turns aiohttp's own decompression off (``slashgate.server``): it answers an
 encoding it cannot decode with a plain-text 400 or 500 before any route sees the request.
 Here ``gzip`` and ``deflate`` are decoded with the decoded size capped at the same limit (a
 few kilobytes of gzip must not grow into gigabytes), ``identity`` passes, anything else is a
