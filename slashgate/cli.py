@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 from importlib.metadata import version
 
 from pydantic import ValidationError
 
+from channels.discord import settings as discord
 from channels.slack.manifest import build_manifest, effective_inventory, request_url
 from channels.slack.settings import SlackSettings
 from gateway import logs
@@ -49,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
         "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
     )
     manifest.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    discord_parser = commands.add_parser("discord", help="Discord channel tools")
+    discord_commands = discord_parser.add_subparsers(dest="discord_command", required=True)
+    sync = discord_commands.add_parser(
+        "sync", help="publish the application commands for the effective inventory now"
+    )
+    sync.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
     verify = commands.add_parser(
         "check",
         help="validate the configuration and reach each platform and the runtime once",
@@ -70,6 +78,10 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         )
         if args.command == "slack":
             request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
+        if args.command == "discord" and not discord.enabled(
+            settings_as(discord.DiscordSettings, settings)
+        ):
+            raise ConfigError(["discord sync needs discord_token and discord_public_key"])
         # A backend checks its own settings when built: a mistake there is configuration too.
         if runtime is None:
             runtime = build_runtime(settings)
@@ -100,6 +112,20 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         slack = settings_as(SlackSettings, settings)
         commands = asyncio.run(effective_inventory(slack, runtime))
         print(json.dumps(build_manifest(commands, slack), indent=2, ensure_ascii=False))
+    elif args.command == "discord":
+        return _discord_sync(settings_as(discord.DiscordSettings, settings), runtime)
+    return 0
+
+
+def _discord_sync(settings: discord.DiscordSettings, runtime: Runtime) -> int:
+    # hikari is imported only for this command (about a second), as the registry imports a
+    # channel only when it is on.
+    publish = importlib.import_module("channels.discord.publish").publish_commands
+    try:
+        print(asyncio.run(publish(settings, runtime)))
+    except Exception as exc:  # Discord refused the token, or could not be reached
+        print(f"slashgate: cannot publish the Discord commands: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

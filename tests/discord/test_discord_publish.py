@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from channels.discord.publish import publish_commands
+from slashgate.cli import main
 from tests.conftest import make_settings, parity_runtime
 
 from .fake import BOT_TOKEN, fake_discord
@@ -28,3 +30,20 @@ async def test_publishing_by_hand_writes_once_then_finds_the_list_published(tmp_
     assert len(fake.writes("PUT")) == 1
     names = {c["name"] for c in fake.commands["global"]}
     assert {"agent", "help", "deploy", "pr-review"} <= names
+
+
+async def test_the_cli_publishes_and_says_what_it_did(tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.delenv("SLASHGATE_CONFIG", raising=False)
+    monkeypatch.setenv("SLASHGATE_STATE_PATH", str(tmp_path / "state.sqlite3"))
+    assert await asyncio.to_thread(main, ["discord", "sync"]) == 2  # no token, no key
+    assert "discord sync needs discord_token and discord_public_key" in capsys.readouterr().err
+    async with fake_discord() as fake:
+        monkeypatch.setenv("SLASHGATE_DISCORD_TOKEN", BOT_TOKEN)
+        monkeypatch.setenv("SLASHGATE_DISCORD_PUBLIC_KEY", PUBLIC_KEY)
+        monkeypatch.setenv("SLASHGATE_DISCORD_API_BASE", fake.api_base)
+        # The CLI runs its own event loop: in a thread, beside the fake's.
+        assert await asyncio.to_thread(main, ["discord", "sync"]) == 0
+    said = capsys.readouterr().out
+    assert "commands published globally (1 of 1 written)" in said
+    # The embedded demo runtime's inventory, host commands first, the umbrella before them.
+    assert [c["name"] for c in fake.commands["global"]][:3] == ["agent", "help", "new"]
