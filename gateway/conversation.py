@@ -14,7 +14,7 @@ from functools import lru_cache
 from contract import Catalog, Command, SlashContract
 
 from .events import SessionUpdated, UsageReported
-from .host import RESERVED
+from .host import RESERVED, host_commands
 from .inventory import hygienic
 from .metrics import TurnMetrics
 from .runtimes.base import Runtime, RuntimeSession, SessionInfo
@@ -221,26 +221,22 @@ class Conversation:
             await (session.reset() if forget else session.close())
 
     def contract(
-        self,
-        base: SlashContract,
-        host: Callable[[], tuple[Command, ...]],
-        bot_username: str | None,
-        known: tuple[Command, ...] = (),
+        self, base: SlashContract, bot_username: str | None, known: tuple[Command, ...] = ()
     ) -> SlashContract:
-        """The contract of this conversation's inventory; ``host`` gives the host commands
-        (asked only when the cached contract is out of date). Until its session reports
+        """The contract of this conversation's inventory and the host commands it offers
+        (listed only when the cached contract is out of date). Until its session reports
         commands, the runtime's ``known`` ones (its menu) stand in, and nothing is cached.
         """
         commands = self.info.commands
         if commands is None:
-            return _shared_contract(
-                known, base.interactive_only, host(), bot_username, base.catalog
-            )
+            host = host_commands(self.info)
+            return _shared_contract(known, base.interactive_only, host, bot_username, base.catalog)
         cached = self._contract
         contract = None if cached is None or cached[0] != bot_username else cached[1]()
         if contract is None:
+            host = host_commands(self.info)
             contract = _shared_contract(
-                commands, base.interactive_only, host(), bot_username, base.catalog
+                commands, base.interactive_only, host, bot_username, base.catalog
             )
             self._contract = (bot_username, weakref.ref(contract))
         return contract

@@ -1,0 +1,107 @@
+"""Intake, the first stage: an input journaled (and deduplicated) before its platform is
+acknowledged, then taken in: refused while shutting down or when its conversation can have no
+session, else routed once the session is open (or given up waiting for).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from . import logs
+from .contracts import Contracts
+from .conversation import Conversation
+from .delivery import NO_SINK, Delivery, log_turn
+from .inbound import InboundMessage, Outcome, ReplySink
+from .journal import Journal
+from .metrics import Metrics
+from .routing import Router
+from .run import SHUTTING_DOWN
+from .sessions import Conversations, OpenFailed
+from .state import Entry
+
+log = logging.getLogger("slashgate.core")
+
+
+class Intake:
+    def __init__(
+        self,
+        journal: Journal,
+        metrics: Metrics,
+        contracts: Contracts,
+        conversations: Conversations,
+        router: Router,
+        delivery: Delivery,
+    ) -> None:
+        self._journal = journal
+        self._metrics = metrics
+        self._contracts = contracts
+        self._conversations = conversations
+        self._router = router
+        self._delivery = delivery
+
+    async def accept(
+        self,
+        channel: str,
+        conversation: str,
+        body: dict[str, Any],
+        claim: str | None = None,
+        value: Any = 1,
+    ) -> Entry | None:
+        """Journal an input before its platform is acknowledged (see ``Journal.append``):
+        None for a redelivery; StoreUnavailable means acknowledge nothing (answer 503).
+        """
+        return await self._journal.append(channel, f"{channel}:{conversation}", body, claim, value)
+
+    async def handle(
+        self, message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None
+    ) -> Outcome:
+        """Run one input through the contract and, if it may run, the runtime. ``entry`` is
+        its journal entry (``accept``), dropped once the reply is delivered.
+        """
+        started = time.monotonic()
+        bound = logs.bind(message.channel, message.conversation, message.message_id)
+        sink = sink or NO_SINK
+        conversations = self._conversations
+        try:
+            if conversations.closing:
+                outcome = await self._refuse(message, sink, SHUTTING_DOWN, entry)
+            else:
+                # An open conversation's input goes straight on; another waits for its session.
+                conv = conversations.enter(message.key)
+                try:
+                    if conv.session is None or not conv.inventory_known.is_set():
+                        outcome = await self._take(conv, message, sink, entry)
+                    else:
+                        outcome = await self._router.route(conv, message, sink, entry)
+                finally:
+                    conv.users -= 1
+            if log.isEnabledFor(logging.INFO):
+                log_turn(outcome, time.monotonic() - started)
+        finally:
+            logs.reset(bound)
+        self._metrics.handled(message.channel, outcome)
+        return outcome
+
+    async def _take(
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """``route`` once the conversation's session is open, or given up waiting for."""
+        try:
+            await self._conversations.ready(conv, message)
+        except OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
+            return await self._refuse(message, sink, str(exc), entry)
+        return await self._router.route(conv, message, sink, entry)
+
+    async def _refuse(
+        self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None
+    ) -> Outcome:
+        """The failure reply for input that cannot reach a session at all."""
+        result = self._contracts.host(message.bot_username).classify(message.text)
+        if result.for_other_bot:
+            return await self._delivery.drop(result, entry)
+        name = result.name if result.kind != "not_slash" else None
+        return await self._delivery.finish(
+            sink, result, None, self._contracts.failed(name, error), entry
+        )

@@ -1,0 +1,181 @@
+"""Routing: what becomes of an input whose conversation is at hand. Its classification by
+the conversation's contract decides: dropped (for another bot), rejected, a gateway command
+run here, or a turn for the runtime, which the busy policy admits (queue, reject, interrupt;
+across replicas with a shared store) before the run stage takes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from contract import Classification
+
+from .attachments import FILES_NOT_SENT
+from .contracts import Contracts
+from .conversation import Conversation
+from .delivery import Delivery, hooks, safely
+from .host_handlers import HANDLERS, HostTools
+from .inbound import InboundMessage, Outcome, Reply, ReplySink
+from .journal import Journal
+from .offload import at_once, contract_work
+from .run import Runs
+from .sessions import Conversations, OpenFailed
+from .settings import CoreSettings
+from .state import Entry
+
+log = logging.getLogger("slashgate.core")
+
+
+class Router:
+    def __init__(
+        self,
+        settings: CoreSettings,
+        journal: Journal,
+        contracts: Contracts,
+        conversations: Conversations,
+        runs: Runs,
+        delivery: Delivery,
+        tools: HostTools,
+    ) -> None:
+        self._settings = settings
+        self._journal = journal
+        self._contracts = contracts
+        self._conversations = conversations
+        self._runs = runs
+        self._delivery = delivery
+        self._tools = tools
+
+    async def route(
+        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """Take ``message`` in ``conv`` (its session open, or given up waiting for) to its
+        outcome; ``entry``, its journal entry, is finished once the reply is delivered.
+        """
+        contracts = self._contracts
+        contract = contracts.of(conv, message.bot_username)
+        text = message.text
+        now = at_once(conv.key, text)  # the usual case: no coroutine, no pass of the loop
+        result = (
+            contract.classify(text)
+            if now
+            else await contract_work(conv.key, text, contract.classify, text)
+        )
+        if result.for_other_bot:
+            return await self._delivery.drop(result, entry)
+
+        rejection = contracts.rejection(result)
+        unlisted = result.kind == "unsupported" and conv.info.commands is None
+        if rejection is not None and result.kind == "unsupported":
+            if unlisted:
+                # The runtime's list is not loaded (yet): never "unsupported" for that; the
+                # input goes on, and the agent answers it or says why it cannot.
+                rejection = None
+            elif await self._listed_anew(conv):
+                contract = contracts.of(conv, message.bot_username)
+                result = (
+                    contract.classify(text)
+                    if now
+                    else await contract_work(conv.key, text, contract.classify, text)
+                )
+                rejection = contracts.rejection(result)
+        if rejection is not None:
+            return await self._delivery.finish(sink, result, None, rejection, entry)
+        if result.source == "gateway":
+            reply = await self._host(conv, message, result)
+            return await self._delivery.finish(sink, result, None, reply, entry)
+
+        forwarded = (
+            contracts.composer_input(result, conv.aliases)
+            if now
+            else await contract_work(conv.key, text, contracts.composer_input, result, conv.aliases)
+        )
+        slash = result.kind == "supported" or unlisted
+        name = result.name if slash else None
+        agent_name = conv.aliases.get(name.lower(), name) if name and not unlisted else None
+        # The busy policy: a command never waits for a running turn; plain text queues,
+        # is turned away or interrupts the turn, as configured.
+        policy = self._settings.busy_policy
+        if (slash or policy != "queue") and self._journal.shared:
+            if policy == "interrupt" and not slash:
+                await self._journal.cancel_elsewhere(conv.key)
+            elif await self._journal.running_elsewhere(conv.key):  # busy on another replica
+                busy = contracts.failure("busy", name)
+                return await self._delivery.finish(sink, result, None, busy, entry)
+        kept = hooks(type(sink))
+        if not conv.try_acquire():
+            if (
+                slash
+                or policy == "reject"
+                or (policy == "queue" and conv.queued >= self._settings.max_queue)
+            ):
+                busy = contracts.failure("busy", name)
+                return await self._delivery.finish(sink, result, None, busy, entry)
+            if "accepted" in kept:
+                await safely(sink.accepted(result, forwarded))
+            if policy == "queue" and "queued" in kept:
+                await safely(sink.queued(conv.queued + 1))
+            if policy == "interrupt":
+                await self._runs.stop_run(conv)
+            await conv.acquire(front=policy == "interrupt")
+        elif "accepted" in kept:
+            await safely(sink.accepted(result, forwarded))
+        return await self._runs.turn(
+            conv, message, sink, entry, result, forwarded, name, agent_name, kept
+        )
+
+    async def _host(
+        self, conv: Conversation, message: InboundMessage, result: Classification
+    ) -> Reply:
+        """The reply of a gateway command: what its handler says, or its failure."""
+        assert result.command is not None  # a gateway command has its name
+        try:
+            reply = Reply(await HANDLERS[result.command](self._tools, conv, result), slash=True)
+        except Exception as exc:
+            log.exception("/%s failed in %s", result.command, conv.key)
+            reply = self._contracts.failed(result.command, str(exc) or type(exc).__name__)
+        if message.attachments:  # the gateway's commands take no files: say so
+            reply = replace(reply, text=f"{reply.text}\n\n{FILES_NOT_SENT}")
+        return reply
+
+    async def _listed_anew(self, conv: Conversation) -> bool:
+        """Whether the runtime, asked again for this conversation's commands (an input named
+        one it did not list), reported a different list.
+        """
+        session, before = conv.session, conv.info.commands
+        if session is None:
+            return False
+        try:
+            await session.refresh_commands()
+        except Exception:
+            log.exception("refreshing the commands of %s failed", conv.key)
+            return False
+        return conv.info.commands != before
+
+    async def classify(self, message: InboundMessage) -> Classification:
+        return (await self._classified(message))[0]
+
+    async def preview(self, message: InboundMessage) -> Outcome:
+        """What ``route`` would do with ``message``, running nothing: the rejection it would
+        reply (``reply``), or the composer_input it would forward (``forwarded``; None for
+        gateway commands and input for another bot). Busy and failures cannot be foreseen.
+        """
+        result, listed = await self._classified(message)
+        if result.for_other_bot:
+            return Outcome(result, None, None)
+        rejection = (
+            self._contracts.rejection(result) if listed or result.kind != "unsupported" else None
+        )
+        if rejection is not None or result.source == "gateway":
+            return Outcome(result, None, rejection)
+        return Outcome(result, self._contracts.composer_input(result), None)
+
+    async def _classified(self, message: InboundMessage) -> tuple[Classification, bool]:
+        """The classification, and whether the conversation's command list is loaded."""
+        try:
+            conv = await self._conversations.use(message.key, message)
+        except OpenFailed:
+            return self._contracts.host(message.bot_username).classify(message.text), False
+        conv.users -= 1
+        contract = self._contracts.of(conv, message.bot_username)
+        return contract.classify(message.text), conv.info.commands is not None

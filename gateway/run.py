@@ -1,0 +1,301 @@
+"""The run: an admitted input's turn in the runtime. Its place among the conversation's turns
+across replicas, the journal's marks, the session wait, the runtime call under the deadline,
+its events to the sink, cancel and stop; then the reply to delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
+
+from contract import Classification, ComposerInputMessage
+
+from . import logs
+from .contracts import Contracts
+from .conversation import Conversation, RunState
+from .delivery import STREAMING, Delivery, safely
+from .events import (
+    Answered,
+    ErrorEvent,
+    MessageDelta,
+    MessageEnd,
+    PermissionRequired,
+    RuntimeEvent,
+    SessionUpdated,
+    StatusChanged,
+)
+from .inbound import InboundMessage, Outcome, Reply, ReplySink
+from .journal import Held, Journal, reply_record
+from .metrics import Metrics
+from .replies import answered, delta, end_reply, note
+from .runtimes.base import Runtime, Turn
+from .sessions import Conversations, OpenFailed
+from .settings import CoreSettings
+from .state import Entry, StoreUnavailable
+from .tasks import BackgroundTasks
+
+log = logging.getLogger("slashgate.core")
+
+SHUTTING_DOWN = "the gateway is shutting down"
+
+
+class Runs:
+    def __init__(
+        self,
+        settings: CoreSettings,
+        runtime: Runtime,
+        metrics: Metrics,
+        journal: Journal,
+        background: BackgroundTasks,
+        conversations: Conversations,
+        contracts: Contracts,
+        delivery: Delivery,
+    ) -> None:
+        self._settings = settings
+        self._runtime = runtime
+        self._metrics = metrics
+        self._journal = journal
+        self._background = background
+        self._conversations = conversations
+        self._contracts = contracts
+        self._delivery = delivery
+
+    async def turn(
+        self,
+        conv: Conversation,
+        message: InboundMessage,
+        sink: ReplySink,
+        entry: Entry | None,
+        result: Classification,
+        forwarded: ComposerInputMessage,
+        name: str | None,
+        agent_name: str | None,
+        hooks: frozenset[str],
+    ) -> Outcome:
+        """Run an input that holds ``conv``'s slot (``conv.acquire``) and deliver its reply.
+        ``name``: the command as the user typed it; ``agent_name``: as the agent knows it.
+
+        The slot is held until the reply is delivered: the next turn of this conversation
+        may not reply before it. It is not held for the journal's "delivered" write after
+        that: a command sent the instant the reply lands must not find the chat busy.
+        """
+        journal, conversations = self._journal, self._conversations
+        held: Held | None = None
+        holder: asyncio.Task[None] | None = None
+        try:
+            if not conversations.closing and journal.shared:
+                held = await journal.turn(conv.key, entry, conversations.is_closing)
+            if conversations.closing:
+                reply = self._contracts.failure("generic", name, SHUTTING_DOWN)
+            else:
+                if held is not None:
+                    holder = self._background.spawn(journal.hold(held, lambda: self.stop_run(conv)))
+                turn = Turn(
+                    forwarded, agent_name, result.args, message.user, message.attachments, True
+                )
+                if entry is not None:
+                    entry.state, entry.command = "running", name
+                    await journal.mark(entry, held.lease if held else None)
+                started = self._start(conv, turn, sink, hooks, agent_name or name)
+                reply = started if isinstance(started, Reply) else await started
+                if entry is not None:
+                    entry.state, entry.reply = "answered", reply_record(reply)
+                    await journal.mark(entry, held.lease if held else None)
+            outcome = await self._delivery.finish(sink, result, forwarded, reply)
+        except StoreUnavailable as exc:  # no turn order to be had across replicas
+            reply = self._contracts.failed(name, str(exc))
+            outcome = await self._delivery.finish(sink, result, forwarded, reply)
+        finally:
+            if holder is not None:
+                holder.cancel()
+            if held is not None:
+                await journal.release(held)
+            conv.release()
+        if entry is not None:
+            await journal.finish(entry)
+        return outcome
+
+    def _start(
+        self,
+        conv: Conversation,
+        turn: Turn,
+        sink: ReplySink,
+        hooks: frozenset[str],
+        name: str | None,
+    ) -> Reply | Coroutine[Any, Any, Reply]:
+        """The turn's reply when the runtime answered it at once for a sink that streams
+        nothing: read here and now, without a deadline (nothing is awaited), a coroutine or
+        a pass of the loop. Else ``_run``, to await. ``name``: the command as the user's
+        texts show it (``turn.command``, or the name typed when the runtime's list was not
+        loaded).
+        """
+        state = RunState(name)  # its task is set once it may wait (``stop_run``)
+        conv.run = state
+        bound = logs.bind_turn()
+        events: AsyncIterator[RuntimeEvent] | None = None
+        ends_here = True
+        try:
+            if conv.session is not None:
+                try:
+                    events = conv.session.run(turn)
+                except Exception as exc:
+                    return self._crashed(conv, name, exc)
+                if type(events) is Answered and not hooks & STREAMING:
+                    return answered(self._contracts, conv, state, events)
+            ends_here = False  # ``_run`` ends it
+            return self._run(conv, turn, sink, hooks, state, events, bound)
+        finally:
+            if ends_here:
+                _end(conv, state, bound)
+
+    async def _run(
+        self,
+        conv: Conversation,
+        turn: Turn,
+        sink: ReplySink,
+        hooks: frozenset[str],
+        state: RunState,
+        events: AsyncIterator[RuntimeEvent] | None,
+        bound: logs.Token,
+    ) -> Reply:
+        """A turn to wait for: its session if it is still opening, then its events. It is
+        consumed in the input's task (no extra task per turn): the deadline cancels it here.
+        """
+        try:
+            state.task = asyncio.current_task()
+            async with asyncio.timeout(self._settings.run_timeout) as deadline:
+                if events is None:  # still opening, or closed by /new meanwhile
+                    await self._conversations.session(conv, deadline)
+                return await self._consume(conv, turn, sink, state, events, hooks)
+        except OpenFailed as exc:
+            return self._contracts.failed(state.command, str(exc))
+        except asyncio.CancelledError:
+            if not state.forced:
+                raise  # shutdown
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            return end_reply(conv, state, "cancelled")  # stopped while its session opened
+        except TimeoutError:
+            try:
+                await self._cancel_runtime(conv)
+            except asyncio.CancelledError:
+                if not state.forced:
+                    raise
+                asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            return self._contracts.failure("timeout", state.command)
+        finally:
+            _end(conv, state, bound)
+
+    async def _consume(
+        self,
+        conv: Conversation,
+        turn: Turn,
+        sink: ReplySink,
+        state: RunState,
+        events: AsyncIterator[RuntimeEvent] | None,
+        hooks: frozenset[str],
+    ) -> Reply:
+        assert conv.session is not None
+        name = state.command
+        try:
+            if events is None:
+                events = conv.session.run(turn)
+            try:
+                async for event in events:
+                    if isinstance(event, MessageDelta):
+                        delta(conv, state, event)
+                        if "delta" in hooks:
+                            await safely(sink.delta(event.text))
+                    elif isinstance(event, MessageEnd):
+                        return end_reply(conv, state, event.stop_reason)
+                    elif isinstance(event, ErrorEvent):
+                        return self._contracts.failure(event.category, name, event.message)
+                    elif isinstance(event, SessionUpdated):
+                        conv.apply(event)
+                    else:
+                        await self._show(conv, state, sink, event, hooks)
+            finally:
+                # Closed now, not whenever it is collected: its clean-up (cancelling its own
+                # work) must not run into the next turn.
+                aclose = getattr(events, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except asyncio.CancelledError:
+            if not state.forced:
+                raise  # the deadline, or shutdown
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            return end_reply(conv, state, "cancelled")
+        except Exception as exc:  # a runtime failure is one user-facing message, never a crash
+            return self._crashed(conv, name, exc)
+        return end_reply(conv, state, "cancelled" if state.stopping else "end_turn")
+
+    async def _show(
+        self,
+        conv: Conversation,
+        state: RunState,
+        sink: ReplySink,
+        event: RuntimeEvent,
+        hooks: frozenset[str],
+    ) -> None:
+        """A tool, plan, reasoning, usage, permission or status event: to the channel."""
+        note(conv, state, event)
+        if "event" not in hooks:
+            return
+        await safely(sink.event(event))
+        if isinstance(event, PermissionRequired):
+            await safely(sink.event(StatusChanged("waiting_for_permission", event.title)))
+
+    def _crashed(self, conv: Conversation, name: str | None, exc: Exception) -> Reply:
+        log.exception("runtime failed in %s", conv.key, exc_info=exc)
+        self._metrics.runtime_crashed(self._runtime.name, "turn")
+        return self._contracts.failed(name, str(exc) or type(exc).__name__)
+
+    async def stop_run(self, conv: Conversation) -> bool:
+        """Cancel the run in progress, if any; True when one was running."""
+        state = conv.run
+        if state is None or state.task is None:
+            return False
+        await self._stop(conv, state)
+        return True
+
+    async def _stop(self, conv: Conversation, state: RunState) -> None:
+        """Ask the runtime to cancel; past the grace period (one for the ask and the turn's
+        end together), stop reading its stream. A turn still waiting for its session has
+        nothing to cancel in the runtime: it stops at once.
+        """
+        state.stopping = True
+        grace = self._settings.cancel_grace
+        if conv.session is not None:
+            try:
+                async with asyncio.timeout(grace):
+                    await self._cancel_runtime(conv)
+                    await state.done.wait()
+                return
+            except TimeoutError:
+                pass
+        state.forced = True
+        if state.task is not None:
+            state.task.cancel()
+        try:
+            await asyncio.wait_for(state.done.wait(), grace)
+        except TimeoutError:
+            log.error("the turn in %s does not stop; leaving it behind", conv.key)
+
+    async def _cancel_runtime(self, conv: Conversation) -> None:
+        if conv.session is None:
+            return
+        try:
+            await asyncio.wait_for(conv.session.cancel(), self._settings.cancel_grace)
+        except Exception:
+            log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
+
+
+def _end(conv: Conversation, state: RunState, bound: logs.Token) -> None:
+    """A turn is over: the conversation's run slot state, its waiters, its log context."""
+    conv.run = None
+    state.done.set()
+    logs.reset(bound)
+    if conv.turns is not None:
+        conv.turns.seconds.observe(time.monotonic() - state.started)
