@@ -27,6 +27,7 @@ from .runtimes.base import Runtime, SessionInfo
 from .sessions import Conversations
 from .settings import CoreSettings
 from .state import StateStore, TimedStore, open_store
+from .stopping import Stopper
 from .tasks import BackgroundTasks
 
 
@@ -48,7 +49,8 @@ class Gateway:
             settings, runtime, self.metrics, self._background, contracts, menus.conversation_changed
         )
         delivery = Delivery(self.journal)
-        self._runs = runs = Runs(
+        stopper = Stopper(settings)
+        runs = Runs(
             settings,
             runtime,
             self.metrics,
@@ -57,9 +59,12 @@ class Gateway:
             conversations,
             contracts,
             delivery,
+            stopper,
         )
-        tools = HostTools(menus, runs, self.journal, runtime)
-        router = Router(settings, self.journal, contracts, conversations, runs, delivery, tools)
+        tools = HostTools(menus, stopper, self.journal, runtime)
+        router = Router(
+            settings, self.journal, contracts, conversations, runs, delivery, tools, stopper
+        )
         intake = Intake(self.journal, self.metrics, contracts, conversations, router, delivery)
         self._recovery = Recovery(
             settings,
@@ -68,7 +73,7 @@ class Gateway:
             conversations,
             contracts,
             intake,
-            runs,
+            stopper,
             delivery,
         )
         # The channels' API is the stages' own methods: no call in between on the hot path.
@@ -76,7 +81,7 @@ class Gateway:
         self.handle = intake.handle
         self.classify = router.classify
         self.preview = router.preview
-        self.stop_run = runs.stop_run
+        self.stop_run = stopper.stop_run
         self.subscribe = menus.subscribe
         self.subscribe_conversation = menus.subscribe_conversation
         self.menu = menus.menu

@@ -15,8 +15,8 @@ from .conversation import Conversation
 from .host import command_line, host_commands
 from .journal import Journal
 from .menus import Menus
-from .run import Runs
 from .runtimes.base import Runtime
+from .stopping import Stopper
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,7 @@ class HostTools:
     """The stages the gateway's commands act on; one, made with the gateway."""
 
     menus: Menus
-    runs: Runs
+    stopper: Stopper
     journal: Journal
     runtime: Runtime
 
@@ -53,7 +53,7 @@ async def _new(tools: HostTools, conv: Conversation, result: Classification) -> 
     # Queue first, then stop the run: the slot comes to /new before any queued follow-up,
     # so the old session is closed under no turn and the follow-ups run in the new one.
     slot = asyncio.ensure_future(conv.acquire(front=True))
-    stopped = await tools.runs.stop_run(conv)
+    stopped = await tools.stopper.stop_run(conv)
     await slot
     try:
         await conv.reset(forget=True)
@@ -63,7 +63,7 @@ async def _new(tools: HostTools, conv: Conversation, result: Classification) -> 
 
 
 async def _cancel(tools: HostTools, conv: Conversation, result: Classification) -> str:
-    if await tools.runs.stop_run(conv) or await tools.journal.cancel_elsewhere(conv.key):
+    if await tools.stopper.stop_run(conv) or await tools.journal.cancel_elsewhere(conv.key):
         return "Cancelled the running turn."
     return "Nothing is running."
 

@@ -15,10 +15,10 @@ from .delivery import Delivery
 from .inbound import InboundMessage, ReplySink
 from .intake import Intake
 from .journal import Journal, reply_from
-from .run import Runs
 from .sessions import Conversations
 from .settings import CoreSettings
 from .state import Entry, StoreUnavailable
+from .stopping import Stopper
 from .tasks import BackgroundTasks
 
 log = logging.getLogger("slashgate.core")
@@ -39,7 +39,7 @@ class Recovery:
         conversations: Conversations,
         contracts: Contracts,
         intake: Intake,
-        runs: Runs,
+        stopper: Stopper,
         delivery: Delivery,
     ) -> None:
         self._settings = settings
@@ -48,7 +48,7 @@ class Recovery:
         self._conversations = conversations
         self._contracts = contracts
         self._intake = intake
-        self._runs = runs
+        self._stopper = stopper
         self._delivery = delivery
         self._recoverers: dict[str, Recoverer] = {}
         self._replicas: tuple[asyncio.Task[None], ...] = ()  # replica watch and cancel listener
@@ -87,7 +87,7 @@ class Recovery:
         """Another replica took a /cancel for a conversation whose turn runs here."""
         conv = self._conversations.get(key)
         if conv is not None and conv.run is not None:
-            self._background.spawn(self._runs.stop_run(conv))
+            self._background.spawn(self._stopper.stop_run(conv))
 
     async def _recover(self, starting: bool) -> None:
         conversations: dict[str, list[Entry]] = {}

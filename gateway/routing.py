@@ -23,6 +23,7 @@ from .run import Runs
 from .sessions import Conversations, OpenFailed
 from .settings import CoreSettings
 from .state import Entry
+from .stopping import Stopper
 
 log = logging.getLogger("slashgate.core")
 
@@ -37,6 +38,7 @@ class Router:
         runs: Runs,
         delivery: Delivery,
         tools: HostTools,
+        stopper: Stopper,
     ) -> None:
         self._settings = settings
         self._journal = journal
@@ -45,6 +47,7 @@ class Router:
         self._runs = runs
         self._delivery = delivery
         self._tools = tools
+        self._stopper = stopper
 
     async def route(
         self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
@@ -116,7 +119,7 @@ class Router:
             if policy == "queue" and "queued" in kept:
                 await safely(sink.queued(conv.queued + 1))
             if policy == "interrupt":
-                await self._runs.stop_run(conv)
+                await self._stopper.stop_run(conv)
             await conv.acquire(front=policy == "interrupt")
         elif "accepted" in kept:
             await safely(sink.accepted(result, forwarded))

@@ -1,6 +1,6 @@
 """The run: an admitted input's turn in the runtime. Its place among the conversation's turns
 across replicas, the journal's marks, the session wait, the runtime call under the deadline,
-its events to the sink, cancel and stop; then the reply to delivery.
+its events to the sink (a cancel stops it: gateway/stopping.py); then the reply to delivery.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from .runtimes.base import Runtime, Turn
 from .sessions import Conversations, OpenFailed
 from .settings import CoreSettings
 from .state import Entry, StoreUnavailable
+from .stopping import Stopper
 from .tasks import BackgroundTasks
 
 log = logging.getLogger("slashgate.core")
@@ -53,6 +54,7 @@ class Runs:
         conversations: Conversations,
         contracts: Contracts,
         delivery: Delivery,
+        stopper: Stopper,
     ) -> None:
         self._settings = settings
         self._runtime = runtime
@@ -62,6 +64,7 @@ class Runs:
         self._conversations = conversations
         self._contracts = contracts
         self._delivery = delivery
+        self._stopper = stopper
 
     async def turn(
         self,
@@ -92,7 +95,9 @@ class Runs:
                 reply = self._contracts.failure("generic", name, SHUTTING_DOWN)
             else:
                 if held is not None:
-                    holder = self._background.spawn(journal.hold(held, lambda: self.stop_run(conv)))
+                    holder = self._background.spawn(
+                        journal.hold(held, lambda: self._stopper.stop_run(conv))
+                    )
                 turn = Turn(
                     forwarded, agent_name, result.args, message.user, message.attachments, True
                 )
@@ -179,7 +184,7 @@ class Runs:
             return end_reply(conv, state, "cancelled")  # stopped while its session opened
         except TimeoutError:
             try:
-                await self._cancel_runtime(conv)
+                await self._stopper.cancel_runtime(conv)
             except asyncio.CancelledError:
                 if not state.forced:
                     raise
@@ -251,45 +256,6 @@ class Runs:
         log.exception("runtime failed in %s", conv.key, exc_info=exc)
         self._metrics.runtime_crashed(self._runtime.name, "turn")
         return self._contracts.failed(name, str(exc) or type(exc).__name__)
-
-    async def stop_run(self, conv: Conversation) -> bool:
-        """Cancel the run in progress, if any; True when one was running."""
-        state = conv.run
-        if state is None or state.task is None:
-            return False
-        await self._stop(conv, state)
-        return True
-
-    async def _stop(self, conv: Conversation, state: RunState) -> None:
-        """Ask the runtime to cancel; past the grace period (one for the ask and the turn's
-        end together), stop reading its stream. A turn still waiting for its session has
-        nothing to cancel in the runtime: it stops at once.
-        """
-        state.stopping = True
-        grace = self._settings.cancel_grace
-        if conv.session is not None:
-            try:
-                async with asyncio.timeout(grace):
-                    await self._cancel_runtime(conv)
-                    await state.done.wait()
-                return
-            except TimeoutError:
-                pass
-        state.forced = True
-        if state.task is not None:
-            state.task.cancel()
-        try:
-            await asyncio.wait_for(state.done.wait(), grace)
-        except TimeoutError:
-            log.error("the turn in %s does not stop; leaving it behind", conv.key)
-
-    async def _cancel_runtime(self, conv: Conversation) -> None:
-        if conv.session is None:
-            return
-        try:
-            await asyncio.wait_for(conv.session.cancel(), self._settings.cancel_grace)
-        except Exception:
-            log.warning("runtime did not acknowledge cancel in %s", conv.key, exc_info=True)
 
 
 def _end(conv: Conversation, state: RunState, bound: logs.Token) -> None:

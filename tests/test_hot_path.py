@@ -1,0 +1,82 @@
+"""The core's hot-path shortcuts (docs/architecture.md): a short input of an open
+conversation is classified and built in place (``offload.at_once``, not ``contract_work``'s
+coroutine); a turn the runtime answered at once, for a sink that streams nothing, is read in
+place (``events.Answered``: no deadline, no coroutine of the run); the whole input then takes
+no pass of the event loop. A sink's hooks are looked up once per class, and the ones its class
+does not override are never called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, NoReturn
+
+import pytest
+
+from gateway import delivery, routing
+from gateway.core import Gateway
+from gateway.inbound import InboundMessage, Outcome, Reply, ReplySink
+from gateway.run import Runs
+from gateway.runtimes.embedded import demo_bot
+from tests.conftest import make_settings
+from tests.probe import RecordingSink
+
+
+class FinalSink(ReplySink):
+    """A sink without streaming hooks (as the webhook's plain answer)."""
+
+    def __init__(self) -> None:
+        self.finals: list[Reply] = []
+
+    async def final(self, reply: Reply) -> None:
+        self.finals.append(reply)
+
+
+def message(text: str) -> InboundMessage:
+    return InboundMessage(channel="test", conversation="hot", user="u1", text=text)
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[Gateway]:
+    gateway = Gateway(make_settings(), demo_bot())
+    await gateway.start()
+    await gateway.handle(message("/echo open the session"), FinalSink())
+    yield gateway
+    await gateway.stop()
+
+
+def refused(*args: Any, **kwargs: Any) -> NoReturn:
+    raise AssertionError("the hot path took the long way")
+
+
+async def test_an_answer_at_hand_is_handled_without_a_pass_of_the_loop(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routing, "contract_work", refused)
+    monkeypatch.setattr(Runs, "_run", refused)
+    sink = FinalSink()
+    handling = gateway.handle(message("/echo hello"), sink)
+    try:
+        handling.send(None)  # runs to its end without waiting for anything
+    except StopIteration as end:
+        outcome: Outcome = end.value
+    else:
+        handling.close()
+        raise AssertionError("the turn waited for the event loop")
+    assert outcome.reply is not None and outcome.reply.text == "hello"
+    assert sink.finals == [outcome.reply]
+
+
+async def test_a_streaming_sink_gets_the_answer_at_hand_as_a_stream(gateway: Gateway) -> None:
+    sink = RecordingSink()
+    outcome = await gateway.handle(message("/echo hello"), sink)
+    assert outcome.reply is not None and outcome.reply.text == "hello"
+    assert "".join(sink.deltas) == "hello"
+    assert sink.finals == [outcome.reply]
+
+
+def test_a_sinks_hooks_are_the_ones_its_class_overrides_looked_up_once() -> None:
+    assert delivery.hooks(FinalSink) == {"final"}
+    assert delivery.hooks(FinalSink) is delivery.hooks(FinalSink)
+    assert delivery.hooks(RecordingSink) == {"accepted", "delta", "event", "final"}
+    assert delivery.hooks(ReplySink) == frozenset()
