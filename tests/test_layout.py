@@ -1,0 +1,161 @@
+"""The source layout that docs/architecture.md promises: imports go one way (app -> channels ->
+gateway -> contract), no two files import each other through any path, and no file is over
+400 lines. Read from the source with ``ast``: ``TYPE_CHECKING`` and in-function imports count.
+
+``python tests/test_layout.py`` prints the report.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Lower layers first: a module may import its own layer and the ones before it.
+LAYERS = ("contract", "gateway", "channels", "slashgate")
+MAX_LINES = 400
+
+
+def modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the layers (packages by __init__)."""
+    found = {}
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules of ours that ``name`` imports (the innermost module each import names)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def ours(target: str) -> str | None:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            # ``from package import module`` imports the module; else the package's name.
+            targets = [
+                f"{module}.{a.name}" if f"{module}.{a.name}" in known else module
+                for a in node.names
+            ]
+        else:
+            continue
+        found.update(t for t in map(ours, targets) if t is not None and t != name)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    def layer(name: str) -> int:
+        return LAYERS.index(name.split(".")[0])
+
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        for target in targets
+        if layer(target) > layer(name)
+    )
+
+
+def oversized() -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}: {lines} lines"
+        for path in modules().values()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    ]
+
+
+def test_imports_go_one_way() -> None:
+    assert upward(graph()) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(graph()) == []
+
+
+def test_no_file_over_400_lines() -> None:
+    assert oversized() == []
+
+
+def test_the_checker_finds_a_circle_and_an_upward_import() -> None:
+    edges = {
+        "gateway.a": {"gateway.b"},
+        "gateway.b": {"gateway.c"},
+        "gateway.c": {"gateway.a", "channels.x"},
+        "channels.x": {"gateway.a"},
+    }
+    assert circles(edges) == [["channels.x", "gateway.a", "gateway.b", "gateway.c"]]
+    assert upward(edges) == ["gateway.c -> channels.x"]
+
+
+if __name__ == "__main__":
+    edges = graph()
+    found = circles(edges)
+    print(f"import circles: {len(found)}")
+    for component in found:
+        print(f"  {len(component)}: {' '.join(component)}")
+    print("upward imports:", *upward(edges) or ["none"], sep="\n  ")
+    print("files over 400 lines:", *oversized() or ["none"], sep="\n  ")
+    sys.exit(1 if found or upward(edges) or oversized() else 0)
