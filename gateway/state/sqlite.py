@@ -21,7 +21,7 @@ from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 from .commits import GroupCommit, Work
 
 if TYPE_CHECKING:
-    from ..config import SqliteSynchronous
+    from ..settings import SqliteSynchronous
 
 T = TypeVar("T")
 
