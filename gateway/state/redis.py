@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from redis import asyncio as aioredis
+from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
@@ -31,6 +32,9 @@ from redis.exceptions import RedisError
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
+
+_CONNECTIONS = 100  # at most, in use at once by this process
+_TIMEOUT = 5.0  # seconds a command (or the wait for a connection) may take
 
 # KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
 _CLAIM_FN = """
@@ -168,9 +172,14 @@ class RedisStore(StateStore):
 
     async def open(self) -> None:
         if self._redis is None:
-            self._redis = aioredis.Redis.from_url(
+            # A command waits for a free connection (beyond ``_CONNECTIONS`` in use at once),
+            # instead of failing: a burst of turns (their inputs acknowledged at once, each
+            # turn a few commands) took more than redis-py's 100 and answered 503.
+            pool = BlockingConnectionPool.from_url(
                 self.url,
-                socket_timeout=5,
+                max_connections=_CONNECTIONS,
+                timeout=_TIMEOUT,
+                socket_timeout=_TIMEOUT,
                 socket_connect_timeout=2,
                 # A dropped connection or a restarted server: tried again a few times, briefly
                 # (the asyncio client's own Retry: given redis.retry's, it never retries).
@@ -178,6 +187,7 @@ class RedisStore(StateStore):
                 retry_on_error=[ConnectionError, TimeoutError],
                 health_check_interval=30,
             )
+            self._redis = aioredis.Redis.from_pool(pool)
 
     async def close(self) -> None:
         redis, self._redis = self._redis, None

@@ -204,6 +204,15 @@ async def test_connections_that_died_with_a_restarted_redis_are_replaced_unseen(
         await store.close()
 
 
+async def test_a_burst_of_inputs_is_journaled_whole(store: StateStore):
+    # More at once than redis-py's connection pool held (100): they wait for a connection.
+    added = await asyncio.gather(
+        *(store.append(entry(f"c{n}", f"e{n}"), None, 60) for n in range(300))
+    )
+    assert all(added)
+    assert len(await store.pending()) == 300
+
+
 async def test_a_task_cancelled_mid_operation_ends_cancelled(store: StateStore):
     # A cancel must reach the caller wherever it lands in a store call: a swallowed one
     # leaves loops (a replica's leader lease) running, and shutdown hangs.
