@@ -136,6 +136,23 @@ async def test_a_stale_holder_cannot_write_once_its_lease_moved_on(store: StateS
     assert (await store.pending())[0].state == "running"
 
 
+async def test_a_turn_waits_for_the_older_inputs_of_its_conversation(store: StateStore):
+    first = await store.append(entry("c1", "a"), None, 60)
+    other = await store.append(entry("c2", "b"), None, 60)
+    second = await store.append(entry("c1", "c"), None, 60)
+    assert first and other and second
+    name = "conversation:c1"
+    assert await store.take_turn(name, "r1", 10, "c1", second.seq) is None  # "a" first
+    assert await store.holder(name) is None  # nothing held meanwhile
+    turn = await store.take_turn(name, "r1", 10, "c1", first.seq)
+    assert turn is not None and await store.holder(name) == "r1"
+    assert await store.take_turn(name, "r2", 10, "c1", None) is None  # r1 holds it
+    await store.release(turn)
+    await store.finish(first)
+    after = await store.take_turn(name, "r2", 10, "c1", second.seq)
+    assert after is not None and after.token > turn.token
+
+
 async def test_sqlite_keeps_everything_across_reopening(tmp_path: Path):
     path = tmp_path / "state.sqlite3"
     store = SqliteStore(path)
