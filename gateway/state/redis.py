@@ -17,13 +17,13 @@ Redis keeps nothing across its own restart unless it persists (AOF): see docs/re
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
 from redis import asyncio as aioredis
-from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
@@ -33,8 +33,8 @@ from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 
 T = TypeVar("T")
 
-_CONNECTIONS = 100  # at most, in use at once by this process
-_TIMEOUT = 5.0  # seconds a command (or the wait for a connection) may take
+_COMMANDS = 100  # at most at once in this process; the others wait for a slot
+_CONNECTIONS = _COMMANDS + 16  # the pool's bound: the commands' and the subscriptions'
 
 # KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
 _CLAIM_FN = """
@@ -166,20 +166,18 @@ class RedisStore(StateStore):
         self.max_claims = max_claims
         self._redis: aioredis.Redis | None = None
         self._scripts: dict[str, AsyncScript] = {}  # by source, for the client open now
+        self._slots = asyncio.Semaphore(_COMMANDS)
 
     def _k(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
 
     async def open(self) -> None:
         if self._redis is None:
-            # A command waits for a free connection (beyond ``_CONNECTIONS`` in use at once),
-            # instead of failing: a burst of turns (their inputs acknowledged at once, each
-            # turn a few commands) took more than redis-py's 100 and answered 503.
-            pool = BlockingConnectionPool.from_url(
+            self._slots = asyncio.Semaphore(_COMMANDS)  # of this loop
+            self._redis = aioredis.Redis.from_url(
                 self.url,
                 max_connections=_CONNECTIONS,
-                timeout=_TIMEOUT,
-                socket_timeout=_TIMEOUT,
+                socket_timeout=5,
                 socket_connect_timeout=2,
                 # A dropped connection or a restarted server: tried again a few times, briefly
                 # (the asyncio client's own Retry: given redis.retry's, it never retries).
@@ -187,7 +185,6 @@ class RedisStore(StateStore):
                 retry_on_error=[ConnectionError, TimeoutError],
                 health_check_interval=30,
             )
-            self._redis = aioredis.Redis.from_pool(pool)
 
     async def close(self) -> None:
         redis, self._redis = self._redis, None
@@ -204,9 +201,21 @@ class RedisStore(StateStore):
     async def _run(self, step: Awaitable[T]) -> T:
         # redis-py can swallow a cancel that lands mid-command (redis/redis-py#2028; seen
         # here with 7.4 and 8.1), leaving the caller's loop running: the command runs to its
-        # end in a task of its own, and a cancel reaches the caller at once.
+        # end in a task of its own, and a cancel reaches the caller at once. It holds one of
+        # ``_COMMANDS`` slots until its end: a burst of turns (their inputs acknowledged at
+        # once, a few commands each) waits for them, where redis-py's pool would refuse a
+        # command beyond its bound ("Too many connections": a 503 to the platform).
+        slots = self._slots
         try:
-            return await asyncio.shield(step)
+            await slots.acquire()
+        except BaseException:
+            if inspect.iscoroutine(step):
+                step.close()  # never sent
+            raise
+        command = asyncio.ensure_future(step)
+        command.add_done_callback(lambda _: slots.release())
+        try:
+            return await asyncio.shield(command)
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
