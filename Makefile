@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/journal.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/stall.py
+	$(BIN)/python bench/discord.py
 
 clean:
 	rm -rf $(VENV) .tools
