@@ -5,7 +5,6 @@ with its sink, telling its user once when it fails or the channel stops first.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import hikari
 
+from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
 from gateway.inbound import Attachment, InboundMessage, ReplySink
 from gateway.state import Entry
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
-
-STOPPED = "the gateway stopped before the reply was finished"
 
 
 class Invocation:
@@ -147,20 +145,4 @@ class DiscordInputs:
 
     async def _handle(self, invocation: Invocation, entry: Entry) -> None:
         sink = self._sink(invocation)
-        try:
-            await self.gateway.handle(await self._message(invocation), sink, entry)
-        except AttachmentError as exc:  # one reply; nothing goes to the runtime
-            await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
-        except Exception as exc:  # a bug in the pipeline still reaches the user, once
-            log.exception("handling a Discord interaction failed")
-            if not sink.finished:
-                error = str(exc) or type(exc).__name__
-                await sink.final(self.gateway.failure_reply("generic", None, error))
-        except asyncio.CancelledError:  # still running when the channel stopped
-            if not sink.finished:
-                await sink.final(self.gateway.failure_reply("generic", None, STOPPED))
-            raise
-        finally:
-            await sink.aclose()
-            if sink.finished:  # told: nothing left to recover (else the next start runs it)
-                await self.gateway.journal.finish(entry)
+        await handle_once(self.gateway, self._message(invocation), sink, entry, log)

@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 
 from contract import Classification, ComposerInputMessage
+from gateway.answering import AnsweringSink
 from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply, ReplySink
+from gateway.inbound import Reply
 
 from .activity import ActivityMessage
 from .messages import Messages
@@ -21,7 +22,7 @@ from .permissions import Permissions
 from .render import messages, preview
 
 
-class DiscordSink(ReplySink):
+class DiscordSink(AnsweringSink):
     def __init__(
         self,
         messages: Messages,

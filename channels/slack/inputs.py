@@ -5,13 +5,13 @@ user once when it fails or the channel stops first.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.response import BoltResponse
 
+from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
 from gateway.inbound import Attachment, InboundMessage, ReplySink
 from gateway.state import Entry, StoreUnavailable
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("slashgate.slack")
 
 UNAVAILABLE = "the gateway's store is unavailable, retry later"
-STOPPED = "the gateway stopped before the reply was finished"
 
 
 def refusal(error: Exception) -> BoltResponse | None:
@@ -161,23 +160,7 @@ class SlackInputs:
 
     async def _handle(self, received: Received, entry: Entry) -> None:
         sink = self._sink(received[0])
-        try:
-            await self.gateway.handle(await self._message(received), sink, entry)
-        except AttachmentError as exc:  # one reply; nothing goes to the runtime
-            await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
-        except Exception as exc:  # a bug in the pipeline still reaches the user, once
-            log.exception("handling a Slack message failed")
-            if not sink.finished:
-                error = str(exc) or type(exc).__name__
-                await sink.final(self.gateway.failure_reply("generic", None, error))
-        except asyncio.CancelledError:  # still running when the channel stopped
-            if not sink.finished:
-                await sink.final(self.gateway.failure_reply("generic", None, STOPPED))
-            raise
-        finally:
-            sink.close()
-            if sink.finished:  # told: nothing left to recover (else the next start runs it)
-                await self.gateway.journal.finish(entry)
+        await handle_once(self.gateway, self._message(received), sink, entry, log)
 
     async def _say_usage(self, response_url: str | None) -> None:
         if response_url:

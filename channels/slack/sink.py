@@ -8,8 +8,9 @@ import dataclasses
 
 from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage
+from gateway.answering import AnsweringSink
 from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply, ReplySink
+from gateway.inbound import Reply
 
 from .activity import ActivityPost
 from .messages import Messages
@@ -31,7 +32,7 @@ def render(reply: Reply, limit: int = TEXT_LIMIT) -> list[str]:
     return chunks(text, limit)
 
 
-class SlackSink(ReplySink):
+class SlackSink(AnsweringSink):
     def __init__(self, outbox: Outbox, target: Target, show_reasoning: bool = True) -> None:
         self.outbox = outbox
         self.target = target
