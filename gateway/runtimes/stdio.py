@@ -18,7 +18,8 @@ _CHUNK = 64 * 1024
 _LINE = 2000  # longest stderr line logged, in characters
 KILL_GRACE = 0.5  # seconds an agent's process group has between SIGTERM and SIGKILL
 TAIL = 10  # last stderr lines kept, to say why an agent failed
-TAIL_WAIT = 1.0  # seconds an ended agent's stderr has to reach EOF before it is quoted
+TAIL_WAIT = 5.0  # seconds an ended agent's stderr has to reach EOF before it is quoted (only a
+# process the agent started can hold it open that long; a loaded machine can take over 1 s)
 
 
 def program(command: Sequence[str]) -> list[str]:
