@@ -1,6 +1,7 @@
 """A fake Discord for tests: the REST API the channel calls through hikari (application,
-commands, interaction responses and follow-ups) and a file host, on an ephemeral 127.0.0.1
-port. It records every call, and keeps each interaction's replies as a user would see them.
+commands, interaction responses and follow-ups, channel messages, the Gateway's address) and a
+file host, on an ephemeral 127.0.0.1 port. It records every call, and keeps each
+interaction's replies and each channel's messages as a user would see them.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class FakeDiscord:
     follow_ups: dict[str, list[Message]] = field(default_factory=lambda: defaultdict(list))
     commands: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # by scope
     files: dict[str, bytes] = field(default_factory=dict)
+    gateway_url: str = ""  # what GET /gateway/bot answers (tests.discord.fake_gateway)
+    posted: dict[str, list[Message]] = field(
+        default_factory=lambda: defaultdict(list)
+    )  # by channel
+    said: asyncio.Event = field(default_factory=asyncio.Event)  # a channel message was posted
     edited: asyncio.Event = field(default_factory=asyncio.Event)  # an original was edited
     followed: asyncio.Event = field(default_factory=asyncio.Event)  # a follow-up was posted
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
@@ -94,6 +100,11 @@ class FakeDiscord:
         app.router.add_patch(f"{hook}/messages/{{message}}", self._edit_follow_up)
         app.router.add_delete(f"{hook}/messages/{{message}}", self._delete_follow_up)
         app.router.add_get("/files/{name}", self._file)
+        app.router.add_get(f"{api}/gateway/bot", self._gateway_bot)
+        messages = f"{api}/channels/{{channel}}/messages"
+        app.router.add_post(messages, self._post_message)
+        app.router.add_patch(f"{messages}/{{message}}", self._edit_message)
+        app.router.add_delete(f"{messages}/{{message}}", self._delete_message)
         return app
 
     @web.middleware
@@ -244,6 +255,50 @@ class FakeDiscord:
     async def _delete_follow_up(self, request: web.Request) -> web.Response:
         message = self._find(request)
         self.follow_ups[request.match_info["token"]].remove(message)
+        return web.Response(status=204)
+
+    async def _gateway_bot(self, request: web.Request) -> web.Response:
+        limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
+        return web.json_response(
+            {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+        )
+
+    async def _post_message(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        refused = self._too_long(body)
+        if refused is not None:
+            return refused
+        message = Message(
+            next(self._ids),
+            body.get("content") or "",
+            int(body.get("flags") or 0),
+            self._numbered(body.get("components") or []),
+        )
+        message.edits.append(message.content)
+        self.posted[request.match_info["channel"]].append(message)
+        self.said.set()
+        return web.json_response(self._message(message))
+
+    def _posted(self, request: web.Request) -> Message:
+        channel, number = request.match_info["channel"], int(request.match_info["message"])
+        return next(m for m in self.posted[channel] if m.id == number)
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        body = request[BODY]
+        refused = self._too_long(body)
+        if refused is not None:
+            return refused
+        message = self._posted(request)
+        if "content" in body:
+            message.content = body["content"] or ""
+            message.edits.append(message.content)
+        if "components" in body:
+            message.components = self._numbered(body["components"] or [])
+        return web.json_response(self._message(message))
+
+    async def _delete_message(self, request: web.Request) -> web.Response:
+        message = self._posted(request)
+        self.posted[request.match_info["channel"]].remove(message)
         return web.Response(status=204)
 
     async def _file(self, request: web.Request) -> web.Response:
