@@ -11,6 +11,7 @@ from pathlib import Path
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
+from gateway.runtimes.embedded.demo import MAX_REMEMBERED
 from gateway.state import SqliteStore
 from gateway.state.sqlite import _PRUNE_EVERY
 from slashgate.config import Settings
@@ -60,5 +61,28 @@ async def test_remembered_commands_of_many_conversations_stay_within_the_bound(t
         assert last.reply is not None and last.reply.text == f"hello {WRITES - 1}"
         first = await gateway.handle(InboundMessage("webhook", "c0", "u", "/hi"))
         assert first.reply is not None and first.reply.category == "unsupported"
+    finally:
+        await gateway.stop()
+
+
+async def test_one_conversation_remembers_a_bounded_number_of_commands(tmp_path: Path):
+    settings = Settings(store="memory", log_level="WARNING")
+    gateway = Gateway(settings, build_runtime(settings))
+    await gateway.start()
+    try:
+
+        async def say(text: str) -> str:
+            reply = (await gateway.handle(InboundMessage("webhook", "c", "u", text))).reply
+            assert reply is not None
+            return reply.text
+
+        for n in range(MAX_REMEMBERED):
+            assert await say(f"/remember r{n} text {n}") == f"Remembered /r{n}."
+        refused = await say("/remember one-more text")
+        assert f"at most {MAX_REMEMBERED} remembered commands" in refused
+        assert "Remembered" in await say("/remember r0 new text")  # replacing one is fine
+        assert await say("/r0") == "new text"
+        assert await say("/forget r1") == "Forgot /r1."
+        assert await say("/remember one-more text") == "Remembered /one-more."
     finally:
         await gateway.stop()

@@ -14,6 +14,9 @@ from .bot import Bot, Context
 from .entity import HandlerError
 
 MAX_SLOW_SECONDS = 3600
+# Remembered commands per conversation: each is kept in the state store and listed in every
+# menu, so one user typing /remember in a loop must not grow either without end.
+MAX_REMEMBERED = 50
 
 QUICKSTART = """**slashgate quickstart**
 - `/echo <text>` replies with exactly your text.
@@ -63,6 +66,9 @@ def demo_bot() -> Bot:
     async def remember(ctx: Context) -> None:
         name, _, text = ctx.args.partition(" ")
         name, text = name.lower(), text.strip()
+        remembered: dict[str, str] = ctx.state.setdefault("remembered", {})
+        if name not in remembered and len(remembered) >= MAX_REMEMBERED:
+            raise HandlerError(f"at most {MAX_REMEMBERED} remembered commands: /forget one first")
         try:
             if not text:
                 raise ValueError("no text")
@@ -71,7 +77,7 @@ def demo_bot() -> Bot:
             raise HandlerError(
                 "usage: /remember <name> <text>, name in lower-case letters, digits and -"
             ) from None
-        ctx.state.setdefault("remembered", {})[name] = text
+        remembered[name] = text
         await ctx.reply(f"Remembered /{name}.")
 
     @bot.command("forget", description="Remove a remembered command", hint="name")
