@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import hikari
@@ -13,7 +12,7 @@ from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
 
 from contract import Command, complete, utf16_prefix
 
-from .commands import ARGUMENTS, TEXT, CommandList
+from .commands import ARGUMENTS, TEXT, CommandLists
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -28,7 +27,7 @@ class Completer:
         self,
         gateway: Gateway,
         channel: str,
-        commands: Callable[[], CommandList],
+        commands: CommandLists,
         interactive_only: list[str],
     ) -> None:
         self.gateway = gateway
@@ -43,7 +42,8 @@ class Completer:
         if focused is None or focused.name not in (TEXT, ARGUMENTS):
             return []
         value = str(focused.value or "")
-        listing = self.commands()
+        guild = int(interaction.guild_id) if interaction.guild_id else None
+        listing = self.commands(str(interaction.channel_id), guild)
         if interaction.command_name == listing.umbrella:
             prefix = "" if value.startswith("/") else "/"
         else:

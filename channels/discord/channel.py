@@ -8,6 +8,7 @@ Plain messages (DMs, mentions) would need a Gateway connection: not served (docs
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -60,12 +61,10 @@ class DiscordChannel(Channel):
             self.bot.rest,
             DiscordFiles(settings),
             self.permissions,
-            lambda: self.sync.commands,
+            self.sync.scopes.seen,
             settings.discord_edit_interval,
         )
-        completer = Completer(
-            gateway, self.name, lambda: self.sync.commands, settings.interactive_only
-        )
+        completer = Completer(gateway, self.name, self.sync.scopes.seen, settings.interactive_only)
         self.endpoint = InteractionsEndpoint(
             Verifier(settings.discord_public_key),
             self.bot.entity_factory,
@@ -84,6 +83,7 @@ class DiscordChannel(Channel):
         self.rest.start()
         self.inputs.session = aiohttp.ClientSession()
         self.gateway.subscribe(self.inventory_changed)
+        self.gateway.subscribe_conversation(self.conversation_changed)
         menu = self.gateway.menu()
         if menu is not None:
             self.sync.update(menu)
@@ -95,9 +95,17 @@ class DiscordChannel(Channel):
         if self._settings.discord_sync_commands and not self.inputs.stopping:
             self.inputs.spawn(self._publish())
 
-    async def _publish(self) -> None:
+    def conversation_changed(self, key: str, inventory: tuple[Command, ...]) -> None:
+        """A conversation's commands: its guild's own list where they differ (guilds.py)."""
+        channel, _, conversation = key.partition(":")
+        if channel != self.name or not self.sync.conversation_changed(conversation, inventory):
+            return
+        if self._settings.discord_sync_commands and not self.inputs.stopping:
+            self.inputs.spawn(self._publish(self.sync.publish_guilds))
+
+    async def _publish(self, publish: Callable[[], Awaitable[int]] | None = None) -> None:
         try:
-            await self.sync.publish()
+            await (publish or self.sync.publish)()
         except hikari.HikariError as exc:  # the commands Discord has stay as they were
             log.warning("publishing the Discord commands failed: %s", why(exc))
         except Exception:  # an answer hikari could not read: the same, with its traceback

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,21 +106,14 @@ class CommandList:
     refused: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, inventory: Iterable[Command], umbrella: str) -> CommandList:
-        text = CommandOption(
-            type=OptionType.STRING,
-            name=TEXT,
-            description="The command and its arguments: deploy prod",
-            is_required=True,
-            autocomplete=True,
-        )
-        builders = [
-            SlashCommandBuilder(
-                name=umbrella,
-                description=f"Send a slash command to the agent: /{umbrella} deploy prod",
-                options=[text, _file_option()],
-            )
-        ]
+    def build(
+        cls, inventory: Iterable[Command], umbrella: str, beside: CommandList | None = None
+    ) -> CommandList:
+        """The list for ``inventory``; ``beside`` a list Discord shows as well (the global
+        one, in a guild): then only the commands it lacks, without the umbrella.
+        """
+        builders = [] if beside is not None else [_umbrella(umbrella)]
+        taken = beside.original if beside is not None else {}
         original: dict[str, str] = {}
         typed: dict[str, tuple[str, ...]] = {}
         refused: list[str] = []
@@ -129,7 +122,7 @@ class CommandList:
             if name is None:
                 refused.append(command.name)
                 continue
-            if name == umbrella or name in original:
+            if name == umbrella or name in original or name in taken:
                 continue
             if len(builders) == MAX_COMMANDS:
                 refused.append(command.name)
@@ -143,6 +136,16 @@ class CommandList:
             if names is not None:
                 typed[name] = names
         return cls(umbrella, tuple(builders), original, typed, tuple(refused))
+
+    def beside(self, extra: CommandList) -> CommandList:
+        """This list with ``extra``'s commands (built ``beside`` it): a guild's reading."""
+        return CommandList(
+            self.umbrella,
+            self.builders + extra.builders,
+            {**extra.original, **self.original},
+            {**extra.typed, **self.typed},
+            self.refused,
+        )
 
     @property
     def shapes(self) -> tuple[Shape, ...]:
@@ -164,6 +167,25 @@ class CommandList:
             values = [_value(options[n]) for n in names if n in options]
         arguments = " ".join(v for v in values if v)
         return f"/{command} {arguments}" if arguments else f"/{command}"
+
+
+# The list to read an interaction from a channel of a guild (None: a DM) with (guilds.py).
+CommandLists = Callable[[str, int | None], CommandList]
+
+
+def _umbrella(umbrella: str) -> SlashCommandBuilder:
+    text = CommandOption(
+        type=OptionType.STRING,
+        name=TEXT,
+        description="The command and its arguments: deploy prod",
+        is_required=True,
+        autocomplete=True,
+    )
+    return SlashCommandBuilder(
+        name=umbrella,
+        description=f"Send a slash command to the agent: /{umbrella} deploy prod",
+        options=[text, _file_option()],
+    )
 
 
 def _value(value: Any) -> str:

@@ -6,7 +6,7 @@ with its sink, telling its user once when it fails or the channel stops first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -18,7 +18,7 @@ from gateway.inbound import Attachment, InboundMessage, ReplySink
 from gateway.state import Entry
 from gateway.tasks import BackgroundTasks
 
-from .commands import CommandList
+from .commands import CommandLists
 from .files import DiscordFile, DiscordFiles, discord_file
 from .messages import Messages
 from .permissions import Permissions
@@ -38,11 +38,13 @@ class Invocation:
         self,
         interaction: hikari.CommandInteraction,
         payload: dict[str, Any],
-        commands: CommandList,
+        commands: CommandLists,
         host: frozenset[str],
     ) -> None:
         options = {o.name: o.value for o in interaction.options or ()}
-        self.text = commands.text(interaction.command_name, options)
+        guild = int(interaction.guild_id) if interaction.guild_id else None
+        listing = commands(str(interaction.channel_id), guild)
+        self.text = listing.text(interaction.command_name, options)
         resolved = (payload.get("data") or {}).get("resolved") or {}
         attached = resolved.get("attachments") or {}
         found = (
@@ -72,7 +74,7 @@ class DiscordInputs:
         rest: hikari.api.RESTClient,
         files: DiscordFiles,
         permissions: Permissions,
-        commands: Callable[[], CommandList],
+        commands: CommandLists,
         interval: float,
     ) -> None:
         self.gateway = gateway
@@ -91,7 +93,7 @@ class DiscordInputs:
 
     def read(self, interaction: hikari.CommandInteraction, payload: dict[str, Any]) -> Invocation:
         host = frozenset(c.name.lower() for c in self.gateway.host_commands())
-        return Invocation(interaction, payload, self.commands(), host)
+        return Invocation(interaction, payload, self.commands, host)
 
     async def accept(self, invocation: Invocation, payload: dict[str, Any]) -> bool:
         """Journal the interaction and run it in the background; False for a replay.

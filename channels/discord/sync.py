@@ -1,5 +1,6 @@
-"""Publishing the command list: one bulk overwrite per scope (global, or each configured
-guild), only when Discord's list differs from ours; names Discord refuses are reported once.
+"""Publishing the command lists: one bulk overwrite per scope (global, or each configured
+guild, and each guild with commands of its own: guilds.py), only when Discord's list
+differs from ours; names Discord refuses are reported once.
 """
 
 from __future__ import annotations
@@ -12,55 +13,93 @@ import hikari
 
 from contract import Command
 
-from .commands import CommandList, Shape, shape
+from .commands import MAX_COMMANDS, CommandList, Shape, shape
+from .guilds import MAX_GUILDS, Guilds
 
 log = logging.getLogger("slashgate.discord")
 
 
 class CommandSync:
     def __init__(
-        self, rest: hikari.api.RESTClient, umbrella: str, guilds: Sequence[int] = ()
+        self,
+        rest: hikari.api.RESTClient,
+        umbrella: str,
+        guilds: Sequence[int] = (),
+        max_guilds: int = MAX_GUILDS,
     ) -> None:
         self.rest = rest
         self.umbrella = umbrella
         self.guilds = tuple(guilds)
-        self.commands = CommandList.build((), umbrella)
+        self.scopes = Guilds(umbrella, self.guilds, max_guilds)
         self.application: int | None = None  # the bot's application, once fetched
         self._reported: tuple[str, ...] = ()
+        self._pending: dict[int, None] = {}  # guilds whose lists to publish, in order
         self._lock = asyncio.Lock()
+
+    @property
+    def commands(self) -> CommandList:
+        """The default list: global (or each configured guild's)."""
+        return self.scopes.default
 
     def update(self, inventory: Sequence[Command]) -> None:
         """Rebuild the list from the effective inventory (host commands first)."""
-        self.commands = CommandList.build(inventory, self.umbrella)
-        refused = self.commands.refused
+        commands = CommandList.build(inventory, self.umbrella)
+        self._pending.update(dict.fromkeys(self.scopes.default_changed(commands)))
+        refused = commands.refused
         if refused and refused != self._reported:
             log.warning(
                 "Discord cannot take these command names (a-z, 0-9, - and _, at most 32, "
                 "%d commands at most); they stay reachable as /%s <name>: %s",
-                100,
+                MAX_COMMANDS,
                 self.umbrella,
                 ", ".join(refused),
             )
         self._reported = refused
 
+    def conversation_changed(self, channel: str, inventory: tuple[Command, ...]) -> bool:
+        """The conversation of ``channel`` lists ``inventory``; True: a guild's list is to
+        be published (``publish_guilds``).
+        """
+        guilds = self.scopes.changed(channel, inventory)
+        self._pending.update(dict.fromkeys(guilds))
+        return bool(guilds)
+
     async def publish(self) -> int:
         """Overwrite each scope whose list differs from ours; how many were written."""
         async with self._lock:  # one publication at a time: the last list wins
-            if self.application is None:
-                self.application = int((await self.rest.fetch_application()).id)
-            ours = frozenset(self.commands.shapes)
             written = 0
-            for guild in self.guilds or (hikari.UNDEFINED,):
-                current = await self.rest.fetch_application_commands(self.application, guild)
-                if _shapes(current) == ours:
-                    continue
-                await self.rest.set_application_commands(
-                    self.application, self.commands.builders, guild
-                )
-                written += 1
+            for guild in self.guilds:
+                written += await self._write(guild, self.scopes.wanted(guild))
+            if not self.guilds:
+                written += await self._write(hikari.UNDEFINED, self.commands)
             if written:
                 log.info("published %d Discord commands", len(self.commands.builders))
+        return written + await self.publish_guilds()
+
+    async def publish_guilds(self) -> int:
+        """Overwrite the lists of the guilds whose commands changed, where they differ."""
+        async with self._lock:
+            written = 0
+            while self._pending:
+                guild = next(iter(self._pending))
+                del self._pending[guild]
+                wanted = self.scopes.wanted(guild)
+                if await self._write(guild, wanted):
+                    written += 1
+                    count = len(wanted.builders) if wanted is not None else 0
+                    log.info("published %d Discord commands of guild %d", count, guild)
             return written
+
+    async def _write(self, scope: hikari.UndefinedOr[int], commands: CommandList | None) -> int:
+        """Overwrite ``scope`` with ``commands`` (None: none) unless Discord has them."""
+        if self.application is None:
+            self.application = int((await self.rest.fetch_application()).id)
+        builders = commands.builders if commands is not None else ()
+        current = await self.rest.fetch_application_commands(self.application, scope)
+        if _shapes(current) == frozenset(commands.shapes if commands is not None else ()):
+            return 0
+        await self.rest.set_application_commands(self.application, builders, scope)
+        return 1
 
 
 def _shapes(commands: Sequence[hikari.PartialCommand]) -> frozenset[Shape]:
