@@ -11,7 +11,7 @@ import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +66,7 @@ class FakeDiscord:
     said: asyncio.Event = field(default_factory=asyncio.Event)  # a channel message was posted
     edited: asyncio.Event = field(default_factory=asyncio.Event)  # an original was edited
     followed: asyncio.Event = field(default_factory=asyncio.Event)  # a follow-up was posted
+    answered: asyncio.Condition = field(default_factory=asyncio.Condition)  # after each call
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
 
     def file_url(self, name: str) -> str:
@@ -81,6 +82,11 @@ class FakeDiscord:
 
     def writes(self, method: str, fragment: str = "") -> list[Call]:
         return [c for c in self.calls if c.method == method and fragment in c.path]
+
+    async def wait(self, done: Callable[[], bool]) -> None:
+        """Until ``done()`` holds, checked as each call is answered (30 s at most)."""
+        async with self.answered:
+            await asyncio.wait_for(self.answered.wait_for(done), 30)
 
     # -- the API ----------------------------------------------------------------------------
 
@@ -117,7 +123,10 @@ class FakeDiscord:
             Call(request.method, request.path, body, request.headers.get("Authorization"))
         )
         request[BODY] = body
-        return await handler(request)
+        response = await handler(request)
+        async with self.answered:
+            self.answered.notify_all()
+        return response
 
     async def _application(self, request: web.Request) -> web.Response:
         return web.json_response(
