@@ -2,7 +2,8 @@
 the gateway's own aiohttp server; replies, follow-ups and the command list through hikari's
 REST client (``discord_api_base``).
 
-Plain messages (DMs, mentions) would need a Gateway connection: not served (docs/discord.md).
+Plain messages (DMs, mentions) come over Discord's Gateway connection when ``discord_gateway``
+is on (listener.py), and are answered as channel messages.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from .docs import operations
 from .endpoint import PATH, InteractionsEndpoint
 from .files import DiscordFiles
 from .inputs import DiscordInputs
+from .listener import Listener, gateway_bot
 from .messages import why
 from .permissions import Permissions
+from .plain_inputs import PlainInputs
 from .settings import DiscordSettings
 from .signature import Verifier
 from .sync import CommandSync
@@ -73,6 +76,10 @@ class DiscordChannel(Channel):
             completer,
             settings.webhook_max_body,
         )
+        self.plain = PlainInputs(gateway, self.name, self.inputs)
+        self.listener = (
+            Listener(gateway_bot(settings), self.plain) if settings.discord_gateway else None
+        )
         self._settings = settings
 
     def mount(self, app: web.Application) -> None:
@@ -89,6 +96,8 @@ class DiscordChannel(Channel):
             self.sync.update(menu)
         if self._settings.discord_sync_commands:
             self.inputs.spawn(self._publish())
+        if self.listener is not None:
+            self.listener.start()
 
     def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
         self.sync.update(inventory)
@@ -112,6 +121,8 @@ class DiscordChannel(Channel):
             log.exception("publishing the Discord commands failed")
 
     async def stop(self) -> None:
+        if self.listener is not None:  # no new message while the inputs drain
+            await self.listener.stop()
         self.inputs.stopping = True  # from now on Discord is told to come back later
         await self.inputs.drain(self._settings.cancel_grace)
         if self.inputs.session is not None:
@@ -119,13 +130,19 @@ class DiscordChannel(Channel):
         await self.rest.close()
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        if "message" in entry.body:  # a plain message (plain.py), not an interaction
+            return await self.plain.recovered(entry)
         interaction = self.bot.entity_factory.deserialize_interaction(entry.body["interaction"])
         if not isinstance(interaction, hikari.CommandInteraction):
             return None
         return await self.inputs.recovered(entry, interaction)
 
     async def readiness(self) -> str | None:
-        return "stopping" if self.inputs.stopping else None
+        if self.inputs.stopping:
+            return "stopping"
+        if self.listener is not None and not self.listener.connected:
+            return "the Discord Gateway connection is not up"
+        return None
 
     async def check(self) -> str:
         self.rest.start()
@@ -137,4 +154,5 @@ class DiscordChannel(Channel):
 
     def describe(self) -> str:
         umbrella = self._settings.discord_umbrella_command
-        return f"discord (HTTP POST {PATH}; umbrella command /{umbrella})"
+        plain = "; DMs and mentions over the Gateway" if self.listener is not None else ""
+        return f"discord (HTTP POST {PATH}; umbrella command /{umbrella}{plain})"

@@ -27,6 +27,9 @@ class DiscordSettings(CoreSettings):
     discord_sync_commands: bool = True
     # Seconds between two edits of a streamed reply (Discord allows about 5 per 5 seconds).
     discord_edit_interval: float = 1.0
+    # Also answer DMs and messages that mention the bot, over Discord's Gateway connection (a
+    # WebSocket, intents DM_MESSAGES and GUILD_MESSAGES; no privileged intent).
+    discord_gateway: bool = False
 
     @model_validator(mode="after")
     def _discord_is_wholly_set(self) -> Self:

@@ -1,0 +1,124 @@
+"""The gateway with Discord's Gateway connection on (``discord_gateway``), hikari's
+GatewayBot connected to the fake Gateway, replies going to the fake REST API; and plain
+messages as Discord dispatches them (MESSAGE_CREATE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import SecretStr
+
+from channels.discord.plain import Said
+from gateway.runtimes import Runtime
+
+from .fake import BOT_USER, Message, fake_discord
+from .fake_gateway import FakeGateway, fake_gateway
+from .harness import WAIT, Harness, ServerFactory, discord_gateway
+from .interactions import GUILD, USER, user
+
+DM = "600"  # the channel of the user's direct messages with the bot
+ROOM = "601"  # a guild channel
+# A bot token's first part is the bot's id in base64; hikari's GatewayBot reads it.
+TOKEN = base64.b64encode(BOT_USER["id"].encode()).decode().rstrip("=") + ".fake.gateway-token"
+_ids = itertools.count(700_000_000)
+
+
+def message_create(
+    content: str,
+    *,
+    channel: str = DM,
+    guild: str | None = None,
+    author: dict[str, Any] | None = None,
+    mentions: tuple[dict[str, Any], ...] = (),
+    attachments: tuple[dict[str, Any], ...] = (),
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    """A MESSAGE_CREATE's data: a direct message, or in ``guild`` when given."""
+    data: dict[str, Any] = {
+        "id": message_id or str(next(_ids)),
+        "channel_id": channel,
+        "author": author or user(USER),
+        "content": content,
+        "timestamp": "2024-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": list(mentions),
+        "mention_roles": [],
+        "attachments": list(attachments),
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+    }
+    if guild is not None:
+        data["guild_id"] = guild
+    return data
+
+
+def mentioning(text: str, **extra: Any) -> dict[str, Any]:
+    """A message in a guild channel that starts with the bot's mention."""
+    return message_create(
+        f"<@{BOT_USER['id']}> {text}", channel=ROOM, guild=GUILD, mentions=(BOT_USER,), **extra
+    )
+
+
+@dataclass
+class PlainHarness:
+    h: Harness
+    socket: FakeGateway
+    taken: dict[str, bool] = field(default_factory=dict)  # message id: journaled and run
+    _news: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def send(self, data: dict[str, Any]) -> None:
+        await self.socket.dispatch("MESSAGE_CREATE", data)
+
+    async def was_taken(self, message_id: str) -> bool:
+        """Once the channel took the message in: True when it runs, False for a replay."""
+        async with self._news:
+            await asyncio.wait_for(self._news.wait_for(lambda: message_id in self.taken), WAIT)
+        return self.taken[message_id]
+
+    async def say(self, data: dict[str, Any]) -> list[Message]:
+        """Send a message for the bot; the messages of its channel once it is answered."""
+        await self.send(data)
+        await self.was_taken(data["id"])
+        await self.h.channel.inputs.drain(WAIT)
+        return self.h.fake.posted[data["channel_id"]]
+
+
+@asynccontextmanager
+async def plain_gateway(
+    gateway_server: ServerFactory, runtime: Runtime | None = None, **overrides: Any
+) -> AsyncIterator[PlainHarness]:
+    """The gateway with a live Gateway session, and every message it took in recorded."""
+    async with fake_discord() as fake, fake_gateway() as socket:
+        fake.gateway_url = socket.url
+        async with discord_gateway(
+            gateway_server,
+            fake,
+            runtime,
+            discord_gateway=True,
+            discord_token=SecretStr(TOKEN),
+            **overrides,
+        ) as h:
+            harness = PlainHarness(h, socket)
+            accept = h.channel.plain.accept
+
+            async def recorded(said: Said) -> bool:
+                ran = await accept(said)
+                async with harness._news:
+                    harness.taken[said.message_id] = ran
+                    harness._news.notify_all()
+                return ran
+
+            h.channel.plain.accept = recorded  # type: ignore[method-assign]
+            await asyncio.wait_for(socket.connected(), WAIT)
+            yield harness
