@@ -9,7 +9,7 @@ import asyncio
 import base64
 import itertools
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from channels.discord.plain import Said
 from gateway.runtimes import Runtime
 
-from .fake import BOT_USER, Message, fake_discord
+from .fake import BOT_USER, FakeDiscord, Message, fake_discord
 from .fake_gateway import FakeGateway, fake_gateway
 from .harness import WAIT, Harness, ServerFactory, discord_gateway
 from .interactions import GUILD, USER, user
@@ -74,32 +74,47 @@ def mentioning(text: str, **extra: Any) -> dict[str, Any]:
 class PlainHarness:
     h: Harness
     socket: FakeGateway
-    taken: dict[str, bool] = field(default_factory=dict)  # message id: journaled and run
+    # By message id, each time the channel took it in: True when it ran, False for a replay.
+    taken: dict[str, list[bool]] = field(default_factory=dict)
     _news: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def send(self, data: dict[str, Any]) -> None:
         await self.socket.dispatch("MESSAGE_CREATE", data)
 
-    async def was_taken(self, message_id: str) -> bool:
-        """Once the channel took the message in: True when it runs, False for a replay."""
+    async def was_taken(self, message_id: str, nth: int = 1) -> bool:
+        """Once the channel took the message in the ``nth`` time: whether it ran then."""
         async with self._news:
-            await asyncio.wait_for(self._news.wait_for(lambda: message_id in self.taken), WAIT)
-        return self.taken[message_id]
+            await asyncio.wait_for(
+                self._news.wait_for(lambda: len(self.taken.get(message_id, ())) >= nth), WAIT
+            )
+        return self.taken[message_id][nth - 1]
 
     async def say(self, data: dict[str, Any]) -> list[Message]:
         """Send a message for the bot; the messages of its channel once it is answered."""
         await self.send(data)
-        await self.was_taken(data["id"])
+        return await self.answered(data)
+
+    async def answered(self, data: dict[str, Any]) -> list[Message]:
+        """The messages of its channel once a message sent is answered."""
+        assert await self.was_taken(data["id"])
         await self.h.channel.inputs.drain(WAIT)
         return self.h.fake.posted[data["channel_id"]]
 
 
 @asynccontextmanager
 async def plain_gateway(
-    gateway_server: ServerFactory, runtime: Runtime | None = None, **overrides: Any
+    gateway_server: ServerFactory,
+    runtime: Runtime | None = None,
+    fake: FakeDiscord | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[PlainHarness]:
-    """The gateway with a live Gateway session, and every message it took in recorded."""
-    async with fake_discord() as fake, fake_gateway() as socket:
+    """The gateway with a live Gateway session, and every message it took in recorded;
+    against ``fake`` when given (it outlives the gateway: a restart), else a fake of its own.
+    """
+    async with AsyncExitStack() as stack:
+        if fake is None:
+            fake = await stack.enter_async_context(fake_discord())
+        socket = await stack.enter_async_context(fake_gateway())
         fake.gateway_url = socket.url
         async with discord_gateway(
             gateway_server,
@@ -115,7 +130,7 @@ async def plain_gateway(
             async def recorded(said: Said) -> bool:
                 ran = await accept(said)
                 async with harness._news:
-                    harness.taken[said.message_id] = ran
+                    harness.taken.setdefault(said.message_id, []).append(ran)
                     harness._news.notify_all()
                 return ran
 
