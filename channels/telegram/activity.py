@@ -13,6 +13,7 @@ from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
 from contract import utf16_len, utf16_prefix
+from gateway.pacing import previewing
 
 from .delivery import Target, edit_chunk, persistently, send_chunk
 from .outbox import Outbox
@@ -73,6 +74,13 @@ class ActivityMessage(LiveActivity):
         await self.outbox.throttle.wait(str(self.target.chat_id))
 
     async def _show(self, final: bool = False) -> None:
+        if final:
+            await self._put(final=True)
+        else:
+            with previewing():  # under pressure the final replies go first
+                await self._put()
+
+    async def _put(self, final: bool = False) -> None:
         chunk = activity_chunk(self.activity)
         if self._gone or chunk == self._shown:
             return

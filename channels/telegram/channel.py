@@ -26,6 +26,7 @@ from contract import Command
 from gateway.channel import Channel
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage, ReplySink
+from gateway.pacing import Budget, Pacer, Rate, budget
 from gateway.state import Entry
 
 from .addressing import Addressing
@@ -36,6 +37,7 @@ from .menu import Menu
 from .menus import Menus
 from .metering import Metered
 from .outbox import Outbox
+from .pacing import Paced, TelegramPacing
 from .permissions import Permissions
 from .polling import Polling
 from .settings import TelegramSettings
@@ -62,13 +64,18 @@ class TelegramChannel(Channel[TelegramSettings]):
             api=TelegramAPIServer.from_base(settings.telegram_api_base),
             timeout=settings.platform_timeout,
         )
-        session.middleware(Requests())
+        token = settings.telegram_token.get_secret_value()
+        self.pacer = Pacer(self._budget(settings, token.partition(":")[0]))
+        self.pacing = TelegramPacing(self.pacer, settings)
+        session.middleware(Requests(self.pacing.flooded))
+        session.middleware(Paced(self.pacing))
         session.middleware(Metered(gateway.metrics))
-        self.bot = Bot(settings.telegram_token.get_secret_value(), session=session)
+        self.bot = Bot(token, session=session)
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.outbox = Outbox(
             self.bot,
             self.throttle,
+            self.pacing,
             Permissions(self.bot, gateway, self.name),
             show_reasoning=settings.show_reasoning != "off",
         )
@@ -90,6 +97,16 @@ class TelegramChannel(Channel[TelegramSettings]):
         # Polling, the webhook registration and the default menu are one replica's work.
         self.leader = False
         self._leading: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _budget(settings: TelegramSettings, bot_id: str) -> Budget:
+        """The bot's global limit: shared through Redis by the replicas of a Redis store."""
+        shared = settings.redis_url if settings.store == "redis" else None
+        return budget(
+            shared.get_secret_value() if shared else None,
+            f"{settings.redis_prefix}pacing:telegram:{bot_id}",
+            Rate(settings.telegram_rate_global),
+        )
 
     @property
     def drafts(self) -> bool:
@@ -134,6 +151,7 @@ class TelegramChannel(Channel[TelegramSettings]):
             await self._start()
         except BaseException:
             await self.bot.session.close()  # the server does not stop a channel that failed
+            await self.pacer.aclose()
             raise
 
     async def _start(self) -> None:
@@ -176,6 +194,7 @@ class TelegramChannel(Channel[TelegramSettings]):
         await self.intake.close(self.settings.cancel_grace)
         await self.polling.confirm()
         await self.bot.session.close()
+        await self.pacer.aclose()
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         return await self.updates.recovered(entry)

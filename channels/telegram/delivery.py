@@ -49,11 +49,15 @@ T = TypeVar("T")
 
 class Requests(BaseRequestMiddleware):
     """What every Bot API request gets. Flood control (429) says how long to wait: wait that
-    long and send again, up to FLOOD_WAITS times for one request. Any other error leaves
+    long (the pacing pauses the chat for a paced call) and send again, up to FLOOD_WAITS times
+    for one request. Any other error leaves
     without the token: it is part of every request URL, and aiohttp's errors quote the URL
     (aiogram copies their text into TelegramNetworkError), so it is taken out before anything
     logs the error, aiogram's polling loop included.
     """
+
+    def __init__(self, flooded: Callable[[TelegramMethod[Any], float], bool]) -> None:
+        self.flooded = flooded  # True when the pacing waits out the 429 (channels/telegram/pacing)
 
     async def __call__(
         self,
@@ -74,7 +78,8 @@ class Requests(BaseRequestMiddleware):
                     method.__api_method__,
                     exc.retry_after,
                 )
-                await asyncio.sleep(exc.retry_after)
+                if not self.flooded(method, exc.retry_after):
+                    await asyncio.sleep(exc.retry_after)
             except AiogramError as exc:
                 _redact(exc, (bot.token, quote(bot.token, safe="")))
                 raise

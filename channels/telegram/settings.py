@@ -20,6 +20,10 @@ class TelegramSettings(CoreSettings):
     telegram_webhook_url: str | None = None  # public URL of /telegram/webhook, set at start
     telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
     telegram_media_group_wait: float = Field(1.0, ge=0)  # seconds an album waits for its items
+    # Outbound rate limits (docs/rate-limits.md), Telegram's published figures; 0: no limit.
+    telegram_rate_global: float = Field(30.0, ge=0)  # messages a second, the whole bot
+    telegram_rate_private: float = Field(1.0, ge=0)  # messages a second in one private chat
+    telegram_rate_group: float = Field(20.0, ge=0)  # messages a minute in one group
 
     @model_validator(mode="after")
     def _telegram_webhook_has_a_secret(self) -> Self:

@@ -202,13 +202,16 @@ class TelegramSink(ReplySink):
                 async with asyncio.timeout(DRAFT_EVERY if self._draft else None):
                     await dirty.wait()
             await self.outbox.throttle.wait(str(self.target.chat_id))
-            dirty.clear()
-            chunk = preview("".join(self._parts))
-            if chunk is not None:
-                # Shielded: stopping the stream must not abort a send half-way (a lost
-                # placeholder id would leave a stray message behind).
-                self._showing = asyncio.ensure_future(self._show(chunk))
-                await asyncio.shield(self._showing)
+            # The slot first, then the text: under pressure the slot comes late, and the
+            # preview it carries shows all that arrived meanwhile (docs/rate-limits.md).
+            async with self.outbox.pacing.slot(self.target.chat_id):
+                dirty.clear()
+                chunk = preview("".join(self._parts))
+                if chunk is not None:
+                    # Shielded: stopping the stream must not abort a send half-way (a lost
+                    # placeholder id would leave a stray message behind).
+                    self._showing = asyncio.ensure_future(self._show(chunk))
+                    await asyncio.shield(self._showing)
 
     async def _show(self, chunk: Chunk) -> None:
         try:

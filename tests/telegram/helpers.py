@@ -139,6 +139,11 @@ def telegram_settings(fake: FakeBotAPI, **overrides: Any) -> dict[str, Any]:
         "telegram_secret": SecretStr(SECRET),
         "telegram_api_base": fake.url,
         "telegram_mode": "webhook",
+        # Telegram's limits x100: paced, but no test waits 3 s per group message
+        # (tests/pacing runs them at the platform's figures, scaled).
+        "telegram_rate_global": 3000.0,
+        "telegram_rate_private": 100.0,
+        "telegram_rate_group": 2000.0,
     }
     settings.update(overrides)
     return settings

@@ -1,0 +1,94 @@
+"""What goes to a chat waits for its turn under Telegram's limits (docs/rate-limits.md): about
+30 messages a second per bot, about one a second in a private chat, 20 a minute in a group.
+
+``Paced`` is a request middleware, so every counted call is paced wherever it comes from
+(replies, previews, the activity message, permission prompts, rejections), each attempt of
+it included (``Requests`` sends again after a 429 or a network error). Telegram's 429 does
+not say which limit was hit: it pauses the chat, and the pacer pauses the bot when several
+chats are told so at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from aiogram import Bot
+from aiogram.client.session.middlewares.base import (
+    BaseRequestMiddleware,
+    NextRequestMiddlewareType,
+)
+from aiogram.methods import TelegramMethod
+from aiogram.methods.base import TelegramType
+
+from gateway.pacing import Pacer, Rate
+
+from .settings import TelegramSettings
+
+# The calls that put a message in a chat or change one: what Telegram's limits count. Chat
+# actions, reactions and deletions are left out (no message appears); so are the bot's
+# own settings (commands, webhook), which go to no chat.
+COUNTED = frozenset(
+    {
+        "sendMessage", "sendMessageDraft", "editMessageText", "editMessageReplyMarkup",
+        "sendPhoto", "sendDocument", "sendAudio", "sendVideo", "sendVoice", "sendAnimation",
+        "sendMediaGroup", "sendSticker", "copyMessage", "forwardMessage",
+    }
+)  # fmt: skip
+
+
+class TelegramPacing:
+    def __init__(self, pacer: Pacer, settings: TelegramSettings) -> None:
+        self.pacer = pacer
+        self.private = Rate(settings.telegram_rate_private)
+        self.group = Rate(settings.telegram_rate_group, 60.0)
+
+    def rate(self, chat_id: int | str) -> Rate:
+        """Groups and channels (negative ids, or an @username) have the per-group limit."""
+        return self.private if isinstance(chat_id, int) and chat_id > 0 else self.group
+
+    async def pace(self, chat_id: int | str) -> None:
+        await self.pacer.pace(str(chat_id), self.rate(chat_id))
+
+    @asynccontextmanager
+    async def slot(self, chat_id: int) -> AsyncIterator[None]:
+        """A preview's slot, taken before its text is made (see ``Pacer.slot``)."""
+        async with self.pacer.slot(str(chat_id), self.rate(chat_id)):
+            yield
+
+    def flooded(self, method: TelegramMethod[Any], seconds: float) -> bool:
+        """A 429 for ``method``: True when its chat is paused (its next attempt waits in
+        ``Paced``), False when the call is not paced (the caller waits itself).
+        """
+        chat = _chat(method)
+        if chat is None:
+            return False
+        self.pacer.pause(str(chat), seconds)
+        return True
+
+
+class Paced(BaseRequestMiddleware):
+    """Registered after ``Requests`` (so inside it): every attempt waits for its slot."""
+
+    def __init__(self, pacing: TelegramPacing) -> None:
+        self.pacing = pacing
+
+    async def __call__(
+        self,
+        make_request: NextRequestMiddlewareType[TelegramType],
+        bot: Bot,
+        method: TelegramMethod[TelegramType],
+    ) -> Any:
+        chat = _chat(method)
+        if chat is not None:
+            await self.pacing.pace(chat)
+        return await make_request(bot, method)
+
+
+def _chat(method: TelegramMethod[Any]) -> int | str | None:
+    """The chat a counted call goes to; None for a call that is not paced."""
+    if method.__api_method__ not in COUNTED:
+        return None
+    chat = getattr(method, "chat_id", None)
+    return chat if isinstance(chat, (int, str)) else None
