@@ -52,6 +52,7 @@ class FakeGateway:
     identified: list[dict[str, Any]] = field(default_factory=list)  # IDENTIFY payloads
     resumed: list[dict[str, Any]] = field(default_factory=list)  # RESUME payloads
     heartbeats: int = 0
+    compression: list[str | None] = field(default_factory=list)  # each connection's
     _sent: list[dict[str, Any]] = field(default_factory=list)  # every dispatch, for RESUME
     _seq: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _session: Socket | None = None  # the connection whose session is live
@@ -85,6 +86,7 @@ class FakeGateway:
         assert request.query.get("v") == "10" and request.query.get("encoding") == "json"
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        self.compression.append(request.query.get("compress"))
         socket = Socket(ws, request.query.get("compress") == "zlib-stream")
         await socket.send({"op": HELLO, "d": {"heartbeat_interval": HEARTBEAT_INTERVAL}})
         async for frame in ws:

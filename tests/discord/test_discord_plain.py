@@ -37,6 +37,7 @@ async def test_a_dm_gets_the_webhooks_answer_as_a_reply(gateway_server):
         [reply] = await p.say(data)
         identified = p.socket.identified
     assert reply.content == web["reply"]["text"]
+    assert p.socket.compression == ["zlib-stream"]  # hikari's default transport, as in use
     assert [i["intents"] for i in identified] == [(1 << 9) | (1 << 12)]  # no privileged intent
     [post] = p.h.fake.writes("POST", f"/channels/{DM}/messages")
     assert post.body["message_reference"]["message_id"] == data["id"]

@@ -1,6 +1,6 @@
 """The Gateway session: a socket Discord closes is resumed by hikari and what came meanwhile
 is replayed and answered; a plain message journaled before a crash is answered after the
-restart.
+restart; the gateway is not ready while the session is down.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ async def test_a_dropped_socket_is_resumed_and_nothing_is_lost(gateway_server):
         await p.say(message_create("/deploy before"))
         assert await readiness(p.h.server.url) == 200
         await p.socket.drop()  # a resumable close code: hikari reconnects and resumes
+        # hikari waits a second or more before it reconnects: the session is down until then.
+        assert await readiness(p.h.server.url) == 503
         meanwhile = message_create("/deploy meanwhile")
         await p.send(meanwhile)  # sent on the resumed session, as Discord replays
         await p.answered(meanwhile)
