@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from yarl import URL
 
-from gateway.attachments import Budget, file_name, media_type, not_downloaded, read_capped
-from gateway.inbound import Attachment
+from gateway.attachments import file_name, media_type
+from gateway.downloads import Downloader, FileHosts
 
 from .settings import SlackSettings
 
-CHUNK = 64 * 1024
 SLACK_DOMAIN = "slack.com"
 
 
@@ -52,52 +50,19 @@ def slack_files(event: dict[str, Any]) -> tuple[SlackFile, ...]:
     return tuple(found)
 
 
-class SlackFiles:
+class SlackFiles(Downloader):
     def __init__(self, settings: SlackSettings, token: str) -> None:
-        self.settings = settings
-        self._token = token
-        api = URL(settings.slack_api_base)
-        self._api_origin = (api.scheme, api.host, api.port)
+        hosts = FileHosts(settings.slack_api_base, domain=SLACK_DOMAIN)
+        headers = {"Authorization": f"Bearer {token}"}
+        super().__init__(settings, "Slack", hosts, headers=headers, check=_signed_in)
 
-    def allowed(self, url: URL) -> bool:
-        """Whether the bot token may go to ``url``: Slack's own hosts, or the API server."""
-        if (url.scheme, url.host, url.port) == self._api_origin:
-            return True
-        host = (url.host or "").lower()
-        return url.scheme == "https" and (host == SLACK_DOMAIN or host.endswith("." + SLACK_DOMAIN))
 
-    async def fetch(
-        self, session: aiohttp.ClientSession, files: tuple[SlackFile, ...]
-    ) -> tuple[Attachment, ...]:
-        """Download the files, within the limits (checked on Slack's sizes first)."""
-        announced = Budget.of(self.settings)
-        for item in files:
-            announced.take(item.name, item.size or 0)
-        budget = Budget.of(self.settings)
-        return tuple([await self._download(session, item, budget) for item in files])
-
-    async def _download(
-        self, session: aiohttp.ClientSession, item: SlackFile, budget: Budget
-    ) -> Attachment:
-        if item.url is None:  # hidden by the plan's limit, or only known to files.info
-            raise not_downloaded(item.name, "Slack", "no download link given")
-        url = URL(item.url)
-        if not self.allowed(url):
-            raise not_downloaded(item.name, "Slack", f"{url.host} is not a Slack file host")
-        headers = {"Authorization": f"Bearer {self._token}"}
-        timeout = aiohttp.ClientTimeout(total=self.settings.attachment_fetch_timeout)
-        try:
-            async with session.get(
-                url, headers=headers, timeout=timeout, allow_redirects=False
-            ) as response:
-                kind = response.headers.get(aiohttp.hdrs.CONTENT_TYPE, "")
-                # Without access Slack answers with its sign-in page (or a redirect to it).
-                if response.status != 200 or kind.startswith("text/html"):
-                    why = f"HTTP {response.status}" if response.status != 200 else "sign-in page"
-                    why += ": does the app have the files:read scope?"
-                    raise not_downloaded(item.name, "Slack", why)
-                budget.admit(item.name, response.content_length)
-                data = await read_capped(response.content.iter_chunked(CHUNK), item.name, budget)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise not_downloaded(item.name, "Slack", type(exc).__name__) from None
-        return Attachment(item.name, item.media_type, data)
+def _signed_in(response: aiohttp.ClientResponse) -> str | None:
+    """Why the answer is not the file: without access Slack answers with its sign-in page
+    (or a redirect to it).
+    """
+    kind = response.headers.get(aiohttp.hdrs.CONTENT_TYPE, "")
+    if response.status == 200 and not kind.startswith("text/html"):
+        return None
+    why = f"HTTP {response.status}" if response.status != 200 else "sign-in page"
+    return why + ": does the app have the files:read scope?"
