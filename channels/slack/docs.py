@@ -2,42 +2,30 @@
 
 from __future__ import annotations
 
-from channels.webhook.wire import ErrorOut
-from gateway.openapi import Body, Operation, Param, Response
-
-_ERROR = (Body(model=ErrorOut),)
-_ANY = {"type": "object"}
+from channels.signed import ANY, signed_post
+from gateway.openapi import Body, Operation, Response
 
 
 def operations(path: str) -> tuple[Operation, ...]:
+    answered = Response(
+        "Acknowledged (the work goes on in the background)",
+        (Body(schema=ANY), Body("text/plain", schema={"type": "string"})),
+    )
+    refused = {
+        400: "Not UTF-8, or a payload Slack would not send",
+        401: "Invalid or expired Slack signature",
+        404: "Nothing in this app handles it",
+    }
     return (
-        Operation(
-            "POST",
+        signed_post(
             path,
             "Slack events, slash commands and interactivity (HTTP mode), signed by Slack",
             "slack",
-            {
-                200: Response(
-                    "Acknowledged (the work goes on in the background)",
-                    (Body(schema=_ANY), Body("text/plain", schema={"type": "string"})),
-                ),
-                400: Response("Not UTF-8, or a payload Slack would not send", _ERROR),
-                401: Response("Invalid or expired Slack signature", _ERROR),
-                404: Response("Nothing in this app handles it", _ERROR),
-                503: Response("Stopping: Slack delivers it again", _ERROR, {"Retry-After": "1"}),
-            },
-            request=(
-                Body("application/x-www-form-urlencoded", schema=_ANY),
-                Body(schema=_ANY),
-            ),
-            params=(
-                Param("X-Slack-Signature", "header", "v0=<HMAC-SHA256>", required=True),
-                Param(
-                    "X-Slack-Request-Timestamp",
-                    "header",
-                    "Seconds since the epoch; at most five minutes old",
-                    required=True,
-                ),
-            ),
+            answered,
+            refused,
+            "Stopping: Slack delivers it again",
+            ("X-Slack-Signature", "v0=<HMAC-SHA256>"),
+            ("X-Slack-Request-Timestamp", "Seconds since the epoch; at most five minutes old"),
+            request=(Body("application/x-www-form-urlencoded", schema=ANY), Body(schema=ANY)),
         ),
     )
