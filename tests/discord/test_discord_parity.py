@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from channels.discord.commands import ARGUMENTS, TEXT, CommandList
-from channels.webhook.wire import classification_body, forwarded_body
 from contract import Command
-from gateway.inbound import InboundMessage, Outcome
 from tests.conftest import load_parity, parity_runtime
+from tests.parity_check import same_as_webhook, watch, webhook
 
 from .fake import fake_discord
 from .harness import discord_gateway
@@ -85,48 +84,18 @@ async def test_parity_case_through_discord(gateway_server, monkeypatch, case, fo
             gateway_server, fake, parity_runtime(), interactive_only=HEADER["interactive_only"]
         ) as h,
     ):
-        seen: list[tuple[InboundMessage, Outcome]] = []
-        handle = h.server.gateway.handle
-
-        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
-            outcome = await handle(message, sink, entry)
-            if message.channel == "discord":
-                seen.append((message, outcome))
-            return outcome
-
-        monkeypatch.setattr(h.server.gateway, "handle", spy)
-        async with h.discord.session.post(
-            h.server.url + "/v1/messages",
-            json={"conversation": "parity", "user": "U1", "text": text},
-        ) as resp:
-            assert resp.status == 200
-            web = await resp.json()
-
+        seen = watch(monkeypatch, h.server.gateway, "discord")
+        web = await webhook(h.discord.session, h.server.url, text)
         name, options = (umbrella if form == "umbrella" else per_command)(text)  # type: ignore[misc]
         payload = command(name, *((n, STRING, v) for n, v in options.items()))
         status, _ = await h.interact(payload)
         assert status == 200
         replies = await h.replies(payload["token"])
 
-    [(message, outcome)] = seen
-    assert message.text == text  # the contract saw exactly what the user typed
-    assert classification_body(outcome.classification) == web["classification"]
-    assert forwarded_body(outcome.forwarded) == web["forwarded"]
-    expect = case["expect"]
-    assert outcome.classification.kind == expect["kind"]
-    if "command" in expect:
-        assert outcome.classification.command == expect["command"]
-    if "args" in expect:
-        assert outcome.classification.args == expect["args"]
-    if "nodes" in expect:
-        assert web["forwarded"]["payload"]["nodes"] == expect["nodes"]
-
+    outcome = same_as_webhook(seen, web, case)
     # What the user sees: the same text (Discord renders the Markdown), only for them when
     # it is a rejection or a gateway command's answer.
-    expected = web["reply"]["text"]
-    if "message" in expect:
-        assert expected == expect["message"]
     [reply] = replies
-    assert reply.content == expected
+    assert reply.content == web["reply"]["text"]
     private = web["reply"]["category"] is not None or outcome.classification.source == "gateway"
     assert reply.ephemeral == private
