@@ -31,8 +31,8 @@ import os
 import statistics
 import sys
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
@@ -214,17 +214,21 @@ def slack_request(url: str, fake: FakeSlack, acks: list[float] | None = None) ->
 
 @dataclass
 class Pair:
-    """A subject and its anchor, with what each round measured."""
+    """slashgate on each store and its anchor (roles: the stores, then ``anchor``), with
+    what each round measured.
+    """
 
     name: str
-    subject: Server
-    anchor: Server
+    servers: dict[str, Server]
     requests: dict[str, Request]
-    cpu_us: dict[str, list[float]] = field(default_factory=lambda: {"subject": [], "anchor": []})
-    rate: dict[str, list[float]] = field(default_factory=lambda: {"subject": [], "anchor": []})
+    cpu_us: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    rate: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
-    def ratios(self) -> list[float]:
-        return [s / a for s, a in zip(self.cpu_us["subject"], self.cpu_us["anchor"], strict=True)]
+    def ratios(self, role: str) -> list[float]:
+        """Per round; none for a role the pair has not (the floor has no store)."""
+        if role not in self.servers:
+            return []
+        return [s / a for s, a in zip(self.cpu_us[role], self.cpu_us["anchor"], strict=True)]
 
 
 async def measure(
@@ -239,13 +243,15 @@ async def measure(
 
 
 async def run_pair(pair: Pair, args: argparse.Namespace) -> None:
-    servers = {"subject": pair.subject, "anchor": pair.anchor}
-    for role in servers:
+    roles = list(pair.servers)
+    for role in roles:
         await drive(pair.requests[role], args.warmup, args.workers)
     for round_ in range(args.rounds):
-        order = list(servers.items()) if round_ % 2 == 0 else list(servers.items())[::-1]
-        for role, server in order:
-            cpu, rate = await measure(server, pair.requests[role], args.requests, args.workers)
+        # Each role goes first in turn: a change of the machine's speed reaches each alike.
+        order = roles[round_ % len(roles) :] + roles[: round_ % len(roles)]
+        for role in order:
+            count = args.sqlite_requests if role == "sqlite" else args.requests
+            cpu, rate = await measure(pair.servers[role], pair.requests[role], count, args.workers)
             pair.cpu_us[role].append(cpu)
             pair.rate[role].append(rate)
 
@@ -254,14 +260,14 @@ async def slack_acks(slack: dict[str, tuple[str, FakeSlack]], count: int) -> dic
     """Ack latency one command at a time (each reply awaited before the next command), the
     fake Slack in this process (the figure of earlier runs).
     """
-    acks: dict[str, list[float]] = {"subject": [], "anchor": []}
+    acks: dict[str, list[float]] = {role: [] for role in slack}
     for _ in range(count):
         for role, (url, fake) in slack.items():
             await drive(slack_request(url, fake, acks[role]), 1, 1)
     return acks
 
 
-async def slack_acks_apart(count: int, store: str) -> dict[str, list[float]]:
+async def slack_acks_apart(count: int, stores: list[str]) -> dict[str, list[float]]:
     """Ack latency one command at a time, the fake Slack in a process of its own.
 
     In this process the fake takes each reply on the loop that is reading the ack: the faster
@@ -285,16 +291,18 @@ async def slack_acks_apart(count: int, store: str) -> dict[str, list[float]]:
     assert fake.stdout is not None
     api = (await asyncio.wait_for(fake.stdout.readline(), 60)).decode().strip()
     servers: dict[str, Server] = {}
-    acks: dict[str, list[float]] = {"subject": [], "anchor": [], "floor": []}
+    roles = [*stores, "anchor"]
+    acks: dict[str, list[float]] = {role: [] for role in [*roles, "floor"]}
     own = os.sched_getaffinity(0)
     try:
-        servers["subject"] = await Server.start("slack", f"{api}/api/", store)
-        servers["anchor"] = await Server.start("bolt", f"{api}/api/", store)
+        for store in stores:
+            servers[store] = await Server.start("slack", f"{api}/api/", store)
+        servers["anchor"] = await Server.start("bolt", f"{api}/api/")
         bare = servers["floor"] = await Server.start("bare")
         _cores_apart(own, [fake.pid, *(server.process.pid for server in servers.values())])
         async with aiohttp.ClientSession() as session:
             for n in range(ACK_WARMUP + count):
-                for role in ("subject", "anchor"):
+                for role in roles:
                     server = servers[role]
                     channel = f"C{role}-{n % CHATS_PER_USER}"
                     body, headers = slack_command(channel, f"{api}/response/{channel}")
@@ -334,53 +342,61 @@ def _cores_apart(cores: set[int], others: list[int]) -> None:
 
 
 async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[str, list[float]]]:
-    fakes = {role: (FakeTelegram(), FakeSlack()) for role in ("subject", "anchor")}
-    for telegram, slack in fakes.values():
-        await telegram.start()
-        await slack.start()
+    stores: list[str] = args.stores
+    roles = [*stores, "anchor"]
+    # A fake of each platform per role: each answers the chats of one server only.
+    fakes = {role: (FakeTelegram(), FakeSlack()) for role in roles}
+    for tg, sl in fakes.values():
+        await tg.start()
+        await sl.start()
     started: list[Server] = []
 
-    async def start(kind: str, api: str = "") -> Server:
-        server = await Server.start(kind, api, args.store)
+    async def start(kind: str, api: str = "", store: str = "memory") -> Server:
+        server = await Server.start(kind, api, store)
         started.append(server)
         return server
 
+    async def each_store(
+        kind: str, api: Callable[[str], str] = lambda role: ""
+    ) -> dict[str, Server]:
+        """``kind`` on each store, in a process of its own with a fresh state file."""
+        servers = await asyncio.gather(*(start(kind, api(store), store) for store in stores))
+        return dict(zip(stores, servers, strict=True))
+
     try:
-        tg_s, sl_s = fakes["subject"]
-        tg_a, sl_a = fakes["anchor"]
-        webhook, bare = await start("webhook"), await start("bare")
-        floor = await start("contract")
-        telegram, aiogram = await start("telegram", tg_s.url), await start("aiogram", tg_a.url)
-        slack, bolt = await start("slack", sl_s.api), await start("bolt", sl_a.api)
+        bare, floor = await start("bare"), await start("contract")
+        webhook = await each_store("webhook")
+        telegram = await each_store("telegram", lambda role: fakes[role][0].url)
+        slack = await each_store("slack", lambda role: fakes[role][1].api)
+        aiogram = await start("aiogram", fakes["anchor"][0].url)
+        bolt = await start("bolt", fakes["anchor"][1].api)
         pairs = [
             Pair(
                 "webhook /echo",
-                webhook,
-                bare,
-                {"subject": webhook_request(webhook.url), "anchor": webhook_request(bare.url)},
+                webhook | {"anchor": bare},
+                {role: webhook_request(server.url) for role, server in webhook.items()}
+                | {"anchor": webhook_request(bare.url)},
             ),
+            # The contract's work alone: no store, shown in the first store's column.
             Pair(
                 WEBHOOK_FLOOR,
-                floor,
-                bare,
-                {"subject": webhook_request(floor.url), "anchor": webhook_request(bare.url)},
+                {stores[0]: floor, "anchor": bare},
+                {stores[0]: webhook_request(floor.url), "anchor": webhook_request(bare.url)},
             ),
             Pair(
                 "Telegram /echo",
-                telegram,
-                aiogram,
+                telegram | {"anchor": aiogram},
                 {
-                    "subject": telegram_request(telegram.url, tg_s),
-                    "anchor": telegram_request(aiogram.url, tg_a),
+                    role: telegram_request(server.url, fakes[role][0])
+                    for role, server in (telegram | {"anchor": aiogram}).items()
                 },
             ),
             Pair(
                 "Slack /agent echo",
-                slack,
-                bolt,
+                slack | {"anchor": bolt},
                 {
-                    "subject": slack_request(slack.url, sl_s),
-                    "anchor": slack_request(bolt.url, sl_a),
+                    role: slack_request(server.url, fakes[role][1])
+                    for role, server in (slack | {"anchor": bolt}).items()
                 },
             ),
         ]
@@ -388,19 +404,25 @@ async def servers_section(args: argparse.Namespace) -> tuple[list[Pair], dict[st
             if pair.name in args.only or not args.only:
                 await run_pair(pair, args)
         acks = await slack_acks(
-            {"subject": (slack.url, sl_s), "anchor": (bolt.url, sl_a)}, args.acks
+            {
+                role: (server.url, fakes[role][1])
+                for role, server in (slack | {"anchor": bolt}).items()
+            },
+            args.acks,
         )
         if args.verbose:
-            for role, (tg, sl) in fakes.items():
-                print(f"{role}: telegram {dict(tg.calls)} over {len(tg.peers)} connections")
-                print(f"{role}: slack {dict(sl.calls)} over {len(sl.peers)} connections")
+            for role, (fake_tg, fake_sl) in fakes.items():
+                print(
+                    f"{role}: telegram {dict(fake_tg.calls)} over {len(fake_tg.peers)} connections"
+                )
+                print(f"{role}: slack {dict(fake_sl.calls)} over {len(fake_sl.peers)} connections")
         return pairs, acks
     finally:
         for server in started:
             await server.stop()
-        for telegram, slack in fakes.values():
-            await telegram.stop()
-            await slack.stop()
+        for tg, sl in fakes.values():
+            await tg.stop()
+            await sl.stop()
 
 
 # -- the table ----------------------------------------------------------------------------
@@ -424,91 +446,123 @@ def machine() -> str:
     return f"nproc {os.cpu_count()}, {model}, load average {load}"
 
 
-def table(
-    pairs: list[Pair],
-    ack_rows: dict[str, dict[str, list[float]]],
-    figures: micro.Figures,
-    args: argparse.Namespace,
-) -> str:
-    goals = {
-        "webhook /echo": "<= 1.25x (no worse than 1.67x)",
-        WEBHOOK_FLOOR: "-",
-        "Telegram /echo": "<= 1.2x (no worse than 1.5x)",
-        "Slack /agent echo": "<= 1.0x",
-    }
-    anchors = {
-        "webhook /echo": "bare aiohttp JSON",
-        WEBHOOK_FLOOR: "bare aiohttp JSON",
-        "Telegram /echo": "aiogram echo bot",
-        "Slack /agent echo": "slack-bolt ack+say",
-    }
-    rows = [("figure", "slashgate", "anchor", "ratio (range)", "goal")]
+STORE_NAMES = {"memory": "memory", "sqlite": "SQLite"}
+GOALS = {
+    "webhook /echo": "<= 1.25x (no worse than 1.67x)",
+    WEBHOOK_FLOOR: "-",
+    "Telegram /echo": "<= 1.2x (no worse than 1.5x)",
+    "Slack /agent echo": "<= 1.0x",
+}
+ANCHORS = {
+    "webhook /echo": "bare aiohttp JSON",
+    WEBHOOK_FLOOR: "bare aiohttp JSON",
+    "Telegram /echo": "aiogram echo bot",
+    "Slack /agent echo": "slack-bolt ack+say",
+}
+
+
+def servers_rows(
+    pairs: list[Pair], ack_rows: dict[str, dict[str, list[float]]], stores: list[str]
+) -> list[tuple[str, ...]]:
+    """figure | slashgate on each store | anchor | ratio on each store | goal."""
+    rows: list[tuple[str, ...]] = [
+        (
+            "figure",
+            *(f"slashgate, {STORE_NAMES[store]}" for store in stores),
+            "anchor",
+            *(f"ratio, {STORE_NAMES[store]} (range)" for store in stores),
+            "goal",
+        )
+    ]
     for pair in pairs:
-        if not pair.ratios():
+        if not pair.cpu_us["anchor"]:
             continue
         rows.append(
             (
                 f"{pair.name}: server CPU/request (us)",
-                spread(pair.cpu_us["subject"], ".0f"),
-                f"{anchors[pair.name]} {spread(pair.cpu_us['anchor'], '.0f')}",
-                spread(pair.ratios(), ".2f"),
-                goals[pair.name],
+                *(spread(pair.cpu_us[store], ".0f") for store in stores),
+                f"{ANCHORS[pair.name]} {spread(pair.cpu_us['anchor'], '.0f')}",
+                *(spread(pair.ratios(store), ".2f") for store in stores),
+                GOALS[pair.name],
             )
         )
         if pair.name == WEBHOOK_FLOOR:
             continue  # a part of the webhook's figure: its throughput says nothing more
-        ratio = statistics.median(pair.rate["subject"]) / statistics.median(pair.rate["anchor"])
+        anchor = statistics.median(pair.rate["anchor"])
         rows.append(
             (
                 f"{pair.name}: throughput (req/s, client)",
-                spread(pair.rate["subject"], ".0f"),
+                *(spread(pair.rate[store], ".0f") for store in stores),
                 spread(pair.rate["anchor"], ".0f"),
-                f"{ratio:.2f}",
+                *(f"{statistics.median(pair.rate[store]) / anchor:.2f}" for store in stores),
                 "-",
             )
         )
     goal = "median <= 2 ms"
     for label, acks in ack_rows.items():
-        if not acks["subject"]:
+        if not acks["anchor"]:
             continue
         p90 = {role: statistics.quantiles(v, n=10)[-1] for role, v in acks.items()}
         median = {role: statistics.median(v) for role, v in acks.items()}
         rows.append(
             (
                 label,
-                f"median {median['subject']:.2f}, p90 {p90['subject']:.2f}",
+                *(f"median {median[store]:.2f}, p90 {p90[store]:.2f}" for store in stores),
                 f"median {median['anchor']:.2f}, p90 {p90['anchor']:.2f}",
-                f"{median['subject'] / median['anchor']:.2f}",
+                *(f"{median[store] / median['anchor']:.2f}" for store in stores),
                 goal,
             )
         )
         goal = "-"  # the goal is the first row's
         if "floor" in acks:
-            floor = statistics.median(acks["floor"])
             rows.append(
                 (
                     "  floor: a bare aiohttp server, idle as the servers",
-                    f"median {floor:.2f}, p90 {statistics.quantiles(acks['floor'], n=10)[-1]:.2f}",
-                    "-",
-                    f"ack {median['subject'] / floor:.2f}x it",
+                    *("-" for _ in stores),
+                    f"median {median['floor']:.2f}, p90 {p90['floor']:.2f}",
+                    *(f"ack {median[store] / median['floor']:.2f}x it" for store in stores),
                     "-",
                 )
             )
-    rows.extend(figures.rows())
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = [
-        f"slashgate bench: {machine()}",
-        f"{args.requests} requests per round after {args.warmup} warm-up, {args.workers} "
-        f"connections, {args.rounds} rounds, {args.store} store; medians with (min-max) over "
-        "rounds",
-        "",
-    ]
+    return rows
+
+
+def aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """The rows in columns, a rule under the first."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
     for i, row in enumerate(rows):
         cells = (cell.ljust(w) for cell, w in zip(row, widths, strict=True))
         lines.append(" | ".join(cells).rstrip())
         if i == 0:
             lines.append("-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return lines
+
+
+def table(
+    pairs: list[Pair],
+    ack_rows: dict[str, dict[str, list[float]]],
+    figures: micro.Figures,
+    args: argparse.Namespace,
+) -> str:
+    stores = ", ".join(
+        f"{STORE_NAMES[store]} {args.sqlite_requests if store == 'sqlite' else args.requests}"
+        for store in args.stores
+    )
+    contract = [("figure", "slashgate", "anchor", "ratio", "goal"), *figures.rows()]
+    return "\n".join(
+        [
+            f"slashgate bench: {machine()}",
+            f"requests per round and server after {args.warmup} warm-up: {stores}, anchors "
+            f"{args.requests}; {args.workers} connections, {args.rounds} rounds (each server "
+            "first in turn), a fresh state file per SQLite server; medians with (min-max) "
+            "over rounds",
+            "",
+            *aligned(servers_rows(pairs, ack_rows, args.stores)),
+            "",
+            *aligned(contract),
+        ]
+    )
 
 
 def main() -> None:
@@ -516,20 +570,29 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--requests", type=int, default=3000, help="per round and server")
+    parser.add_argument(
+        "--sqlite-requests", type=int, default=3000, help="per round, slashgate on SQLite"
+    )
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--workers", type=int, default=16, help="concurrent connections")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--acks", type=int, default=200, help="Slack acks timed one at a time")
     parser.add_argument("--conversations", type=int, default=100_000)
     parser.add_argument(
-        "--store", choices=("memory", "sqlite"), default="memory", help="slashgate's state store"
+        "--stores",
+        nargs="+",
+        choices=tuple(STORE_NAMES),
+        default=list(STORE_NAMES),
+        help="slashgate's state stores, each beside the anchor (default both)",
     )
     parser.add_argument("--only", nargs="*", default=[], help="pair names to run (default all)")
     parser.add_argument("--verbose", action="store_true", help="calls seen by the fakes")
     args = parser.parse_args()
     pairs, acks = asyncio.run(servers_section(args))
     ack_rows = {
-        "Slack slash ack, one at a time (ms)": asyncio.run(slack_acks_apart(args.acks, args.store)),
+        "Slack slash ack, one at a time (ms)": asyncio.run(
+            slack_acks_apart(args.acks, args.stores)
+        ),
         "  the same, the fake Slack in the bench's process": acks,
     }
     figures = micro.measure(args.conversations)
