@@ -13,7 +13,8 @@ What it checks, after the Bot API documentation:
 - editMessageText with the same text and markup: "message is not modified";
 - sendMessageDraft only in private chats (positive chat ids here; groups are negative);
 - getFile: an unknown file_id is "Bad Request: invalid file_id", a file over 20 MB "Bad
-  Request: file is too big"; files are served at ``/file/bot<token>/<file_path>``.
+  Request: file is too big"; files are served at ``/file/bot<token>/<file_path>``;
+- opt in (``enforce``): Telegram's rate limits, answered with 429 and a retry_after.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import contextlib
 import html
 import json
+import math
 import re
 import time
 from collections import defaultdict, deque
@@ -180,6 +182,55 @@ class Sent:
 
 
 FaultKind = Literal["json", faults.Kind]
+# The calls the rate limits count: those that put a message in a chat or change its text.
+LIMITED = frozenset({"sendMessage", "editMessageText", "sendMessageDraft"})
+
+
+@dataclass(frozen=True)
+class Limit:
+    """``count`` calls per ``period`` seconds, in bursts of at most ``burst`` (a generic cell
+    rate algorithm: each call moves the key's theoretical arrival time one interval on).
+    """
+
+    count: float
+    period: float
+    burst: int
+
+    @property
+    def interval(self) -> float:
+        return self.period / self.count
+
+
+@dataclass
+class Limits:
+    """Telegram's figures (core.telegram.org/bots/faq): about 30 messages a second per bot,
+    about one a second in a chat ("short bursts" allowed: 3 here), 20 a minute in a group.
+    ``scale`` multiplies every rate, for tests that must not take minutes.
+    """
+
+    scale: float = 1.0
+    overall: Limit = Limit(30, 1.0, 30)
+    private: Limit = Limit(1, 1.0, 3)
+    group: Limit = Limit(20, 60.0, 20)
+    _due: dict[str, float] = field(default_factory=dict)
+
+    def refuse(self, method: str, params: dict[str, Any]) -> int | None:
+        """The retry_after (seconds) for a call over a limit, else None (and it counts)."""
+        if method not in LIMITED:
+            return None
+        chat = int(params.get("chat_id", 0))
+        keys = [("bot", self.overall), (f"chat{chat}", self.private if chat > 0 else self.group)]
+        now = time.monotonic()
+        over = 0.0
+        for key, limit in keys:
+            interval = limit.interval / self.scale
+            due = self._due.get(key, now)
+            over = max(over, due - now - (limit.burst - 1) * interval)
+        if over > 0:
+            return max(1, math.ceil(over))
+        for key, limit in keys:
+            self._due[key] = max(self._due.get(key, now), now) + limit.interval / self.scale
+        return None
 
 
 @dataclass
@@ -216,6 +267,7 @@ class FakeBotAPI:
         # Seconds each call of a method takes before Telegram acts on it: a caller that goes
         # away meanwhile (killed) leaves no trace, as a request that never fully arrived.
         self.latency: Callable[[str], float] = lambda method: 0.0
+        self.limits: Limits | None = None  # off unless a test turns them on (``enforce``)
 
     # -- the server -----------------------------------------------------------------------
 
@@ -236,6 +288,14 @@ class FakeBotAPI:
         await self._runner.cleanup()
 
     # -- test controls --------------------------------------------------------------------
+
+    def enforce(self, limits: Limits) -> None:
+        """From now on, answer calls over Telegram's rate limits with 429 (see ``Limits``)."""
+        self.limits = limits
+
+    def flooded(self) -> list[str]:
+        """The methods of the calls refused with 429, in order."""
+        return [method for method, text in self.errors if text.startswith("Too Many Requests")]
 
     def inject(
         self,
@@ -343,6 +403,9 @@ class FakeBotAPI:
         await self._notify()  # a long poll answers late: the call itself is news
         cut = False
         try:
+            wait = None if self.limits is None else self.limits.refuse(method, params)
+            if wait is not None:
+                raise ApiError(429, f"Too Many Requests: retry after {wait}", {"retry_after": wait})
             for fault in list(self._faults[method]):
                 if fault.when(params):
                     self._faults[method].remove(fault)

@@ -1,0 +1,3 @@
+"""The Telegram fixtures: the fake Bot API and the gateway pointed at it."""
+
+from tests.telegram.fixtures import fake, telegram  # noqa: F401

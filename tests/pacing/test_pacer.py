@@ -1,0 +1,139 @@
+"""The pacer alone: callers that leave while they wait take no slot and block no one (the
+gateway must never freeze behind its own pacing), finals go before previews, a Retry-After
+pauses its chat, and replicas share the global limit through a real Redis.
+
+Durations here are lower bounds only (a sleep never ends early): a limit kept is a span at
+least so long; a leak is a wait that would outlast the tests' generous timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from gateway.pacing import LocalBudget, Pacer, Rate, SharedBudget
+from gateway.pacing.gate import Gate
+from tests.redis_server import needs_redis, redis_server
+
+GUARD = 30.0  # seconds: a frozen pacer fails here instead of hanging the run
+OFF = Rate(0)
+
+
+async def yield_until(condition: object) -> None:
+    """Let the other tasks run until ``condition()`` holds (no clock involved)."""
+    for _ in range(10_000):
+        if condition():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("never happened")
+
+
+async def test_callers_cancelled_anywhere_in_line_leak_no_slot_and_block_no_one() -> None:
+    # 20 calls a second in each chat and overall: the 2,000 callers cancelled below would hold
+    # the line for 100 seconds if each kept its slot or its turn.
+    pacer = Pacer(LocalBudget(Rate(20)))
+    lane = Rate(20)
+    waiting = [
+        asyncio.create_task(pacer.acquire(f"chat{i % 50}", lane, urgent=i % 3 == 0))
+        for i in range(2000)
+    ]
+    await yield_until(lambda: pacer.waiting > 10)  # some in the global line, some in lanes
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    assert not pacer._busy  # no lane is left held
+    for key in ("chat7", "someone new"):
+        await asyncio.wait_for(pacer.acquire(key, lane), GUARD)
+    await pacer.aclose()
+
+
+async def test_a_caller_cancelled_just_as_its_turn_came_hands_it_on() -> None:
+    gate = Gate()
+    entered: list[str] = []
+
+    async def enter(name: str) -> None:
+        async with gate.turn(urgent=True):
+            entered.append(name)
+
+    async with gate.turn(urgent=True):
+        second = asyncio.create_task(enter("second"))
+        third = asyncio.create_task(enter("third"))
+        await yield_until(lambda: gate.waiting == 2)
+    second.cancel()  # its turn was handed to it on leaving above; it has not run yet
+    await asyncio.gather(second, return_exceptions=True)
+    await asyncio.wait_for(third, GUARD)
+    assert entered == ["third"]
+
+
+async def test_a_cancelled_preview_slot_does_not_hold_its_chat() -> None:
+    pacer = Pacer(LocalBudget(OFF))
+    lane = Rate(0.01)  # one call in 100 seconds: a second call would time out
+    await pacer.acquire("chat", lane)
+    preview = asyncio.create_task(pacer.slot("chat", lane).__aenter__())
+    await yield_until(lambda: "chat" in pacer._busy)
+    preview.cancel()
+    await asyncio.gather(preview, return_exceptions=True)
+    assert not pacer._busy
+    other = asyncio.create_task(pacer.acquire("elsewhere", lane))
+    await asyncio.wait_for(other, GUARD)  # another chat was never held up
+
+
+async def test_final_replies_go_before_the_previews_waiting_in_the_global_line() -> None:
+    pacer = Pacer(LocalBudget(Rate(20)))
+    done: list[str] = []
+
+    async def call(key: str, urgent: bool) -> None:
+        await pacer.acquire(key, OFF, urgent=urgent)
+        done.append(key)
+
+    await pacer.acquire("first", OFF)  # the budget is spent for the next 50 ms
+    tasks = [asyncio.create_task(call(f"preview{i}", False)) for i in range(4)]
+    await yield_until(lambda: pacer.waiting == 3)  # one at the head, three in line
+    tasks.append(asyncio.create_task(call("final", True)))
+    await asyncio.wait_for(asyncio.gather(*tasks), GUARD)
+    assert done == ["preview0", "final", "preview1", "preview2", "preview3"]
+
+
+async def test_a_retry_after_pauses_its_chat_and_several_pause_the_bot() -> None:
+    pacer = Pacer(LocalBudget(OFF))
+    loop = asyncio.get_running_loop()
+    done: list[str] = []
+
+    async def call(key: str) -> None:
+        await pacer.acquire(key, OFF)
+        done.append(key)
+
+    start = loop.time()
+    pacer.pause("a", 0.3)
+    await asyncio.wait_for(asyncio.gather(call("a"), call("b")), GUARD)
+    assert done == ["b", "a"] and loop.time() - start >= 0.3
+    pacer.pause("c", 0.3)
+    pacer.pause("d", 0.3)
+    pacer.pause("e", 0.3)  # three chats at once: the bot's own limit
+    start = loop.time()
+    await asyncio.wait_for(call("f"), GUARD)
+    assert loop.time() - start >= 0.3
+
+
+@needs_redis
+async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path) -> None:
+    rate = Rate(50)  # 20 ms apart, whichever replica sends
+    async with redis_server(tmp_path) as redis:
+        replicas = [
+            Pacer(SharedBudget.at(redis.url, "slashgate:pacing:test", rate)) for _ in range(2)
+        ]
+        loop = asyncio.get_running_loop()
+        sent: list[float] = []
+
+        async def call(pacer: Pacer, key: str) -> None:
+            await pacer.acquire(key, OFF)
+            sent.append(loop.time())
+
+        start = loop.time()
+        calls = [call(pacer, f"chat{i}") for i in range(25) for pacer in replicas]
+        await asyncio.wait_for(asyncio.gather(*calls), GUARD)
+        # 50 calls: the last no sooner than 49 intervals after the first could go (each
+        # replica alone would have sent its 25 in 24 intervals).
+        assert max(sent) - start >= 49 * rate.interval * 0.99
+        for pacer in replicas:
+            await pacer.aclose()
