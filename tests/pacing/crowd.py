@@ -53,17 +53,19 @@ async def crowd(
     scale: float = 10.0,
     stream_for: float = 1.0,
     pieces: int = 10,
+    paced: bool = True,
 ) -> Figures:
     """Every conversation asks at once; each turn streams ``pieces`` deltas over
     ``stream_for`` seconds, then ends. Telegram's limits and the gateway's (and the edit
-    interval) are multiplied by ``scale``.
+    interval) are multiplied by ``scale``; ``paced=False`` turns the gateway's limits off.
     """
     runtime = Scripted(GO)
     fake.enforce(Limits(scale=scale))
+    on = 1.0 if paced else 0.0  # 0: the gateway's pacing off (a baseline for the bench)
     rates = {
-        "telegram_rate_global": 30.0 * scale,
-        "telegram_rate_private": 1.0 * scale,
-        "telegram_rate_group": 20.0 * scale,
+        "telegram_rate_global": 30.0 * scale * on,
+        "telegram_rate_private": 1.0 * scale * on,
+        "telegram_rate_group": 20.0 * scale * on,
         "telegram_edit_interval": 1.0 / scale,
     }
     ended: dict[int, float] = {}
