@@ -26,6 +26,30 @@ BODY: web.RequestKey[Any] = web.RequestKey("body", object)
 LIMIT = 2000  # characters of a message's content, as Discord refuses longer ones
 
 
+def message_json(
+    message_id: str, channel: str, author: dict[str, Any], content: str, **fields: Any
+) -> dict[str, Any]:
+    """A message object as Discord's API answers it and interactions carry it."""
+    return {
+        "id": message_id,
+        "channel_id": channel,
+        "author": author,
+        "content": content,
+        "timestamp": "2024-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
+        **fields,
+    }
+
+
 @dataclass
 class Call:
     method: str
@@ -171,24 +195,14 @@ class FakeDiscord:
         return web.json_response(stored)
 
     def _message(self, message: Message) -> dict[str, Any]:
-        return {
-            "id": str(message.id),
-            "channel_id": "1",
-            "author": BOT_USER,
-            "content": message.content,
-            "timestamp": "2024-01-01T00:00:00+00:00",
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": False,
-            "type": 0,
-            "flags": message.flags,
-            "components": message.components,
-        }
+        return message_json(
+            str(message.id),
+            "1",
+            BOT_USER,
+            message.content,
+            flags=message.flags,
+            components=message.components,
+        )
 
     @staticmethod
     def _numbered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 from nacl.signing import SigningKey
 
-from .fake import APPLICATION
+from .fake import APPLICATION, message_json
 
 KEY = SigningKey.generate()
 PUBLIC_KEY = KEY.verify_key.encode().hex()
@@ -88,23 +88,7 @@ def autocomplete(name: str, option: str, value: str) -> dict[str, Any]:
 
 
 def click(custom_id: str, *, user_id: str = USER) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "id": "5",
-        "channel_id": CHANNEL,
-        "author": user("4242"),
-        "content": "🔒 **Run the tool?**",
-        "timestamp": "2024-01-01T00:00:00+00:00",
-        "edited_timestamp": None,
-        "tts": False,
-        "mention_everyone": False,
-        "mentions": [],
-        "mention_roles": [],
-        "attachments": [],
-        "embeds": [],
-        "pinned": False,
-        "type": 0,
-        "flags": 0,
-    }
+    message = message_json("5", CHANNEL, user("4242"), "🔒 **Run the tool?**")
     return interaction(
         3, {"custom_id": custom_id, "component_type": 2}, user_id=user_id, message=message
     )
