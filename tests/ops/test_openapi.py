@@ -15,6 +15,9 @@ from pydantic import SecretStr, TypeAdapter
 
 from channels.webhook.wire import SSE_EVENTS, MessageOut
 from tests.conftest import ServerFactory
+from tests.discord.fake import BOT_TOKEN as DISCORD_TOKEN
+from tests.discord.fake import FakeDiscord, fake_discord
+from tests.discord.interactions import PUBLIC_KEY
 from tests.http import read_events
 from tests.slack.slack_fake import BOT_TOKEN, SIGNING_SECRET, fake_slack
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -29,7 +32,7 @@ CHECKS = (
 )
 
 
-def _channels(telegram: FakeBotAPI, slack: Any) -> dict[str, Any]:
+def _channels(telegram: FakeBotAPI, slack: Any, discord: FakeDiscord) -> dict[str, Any]:
     return {
         "webhook_token": SecretStr(TOKEN),
         "telegram_token": SecretStr(telegram.token),
@@ -38,6 +41,9 @@ def _channels(telegram: FakeBotAPI, slack: Any) -> dict[str, Any]:
         "slack_bot_token": SecretStr(BOT_TOKEN),
         "slack_signing_secret": SecretStr(SIGNING_SECRET),
         "slack_api_base": slack.api_base,
+        "discord_token": SecretStr(DISCORD_TOKEN),
+        "discord_public_key": PUBLIC_KEY,
+        "discord_api_base": discord.api_base,
         "run_timeout": 5.0,
     }
 
@@ -52,8 +58,8 @@ async def _document(url: str) -> dict[str, Any]:
 async def test_every_route_is_documented_with_its_errors_and_events(
     gateway_server: ServerFactory,
 ) -> None:
-    async with FakeBotAPI() as telegram, fake_slack() as slack:
-        async with gateway_server(**_channels(telegram, slack)) as server:
+    async with FakeBotAPI() as telegram, fake_slack() as slack, fake_discord() as discord:
+        async with gateway_server(**_channels(telegram, slack, discord)) as server:
             document = await _document(server.url)
             routes = {
                 (route.method.lower(), route.resource.canonical)
@@ -65,8 +71,12 @@ async def test_every_route_is_documented_with_its_errors_and_events(
     assert documented == routes
     assert {path for _, path in routes} >= {
         "/v1/messages", "/v1/commands", "/telegram/webhook", "/slack/events",
-        "/healthz", "/readyz", "/metrics", "/openapi.json",
+        "/discord/interactions", "/healthz", "/readyz", "/metrics", "/openapi.json",
     }  # fmt: skip
+    signed = document["paths"]["/discord/interactions"]["post"]
+    headers = {p["name"] for p in signed["parameters"] if p["required"]}
+    assert headers == {"X-Signature-Ed25519", "X-Signature-Timestamp"}
+    assert {"400", "401", "413", "503"} <= set(signed["responses"])
     post = document["paths"]["/v1/messages"]["post"]
     assert post["security"] == [{"bearer": []}]
     for status in ("400", "401", "413", "422"):
@@ -101,8 +111,8 @@ async def test_streamed_events_match_their_documented_models(
 async def test_a_schema_fuzzer_finds_no_server_error_and_no_departure_from_the_schema(
     gateway_server: ServerFactory, tmp_path: Path
 ) -> None:
-    async with FakeBotAPI() as telegram, fake_slack() as slack:
-        async with gateway_server(**_channels(telegram, slack)) as server:
+    async with FakeBotAPI() as telegram, fake_slack() as slack, fake_discord() as discord:
+        async with gateway_server(**_channels(telegram, slack, discord)) as server:
             fuzzer = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json",
                 "--checks", CHECKS, "--max-examples", str(EXAMPLES), "--seed", "14",
