@@ -36,7 +36,9 @@ def _port(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="slashgate",
-        description="A sidecar gateway that puts an agent runtime on Telegram, Slack and HTTP.",
+        description=(
+            "A sidecar gateway that puts an agent runtime on Telegram, Slack, Discord and HTTP."
+        ),
         epilog="Settings: a TOML file (--config) and SLASHGATE_* variables; see README.md.",
     )
     parser.add_argument("--version", action="version", version=f"slashgate {version('slashgate')}")
