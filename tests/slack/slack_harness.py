@@ -42,6 +42,9 @@ async def slack_gateway(
         "slack_bot_token": SecretStr(BOT_TOKEN),
         "slack_signing_secret": SecretStr(SIGNING_SECRET),
         "slack_api_base": fake.api_base,
+        # Slack's limits x100: paced, but no test waits a second per message in a channel.
+        "slack_rate_channel": 100.0,
+        "slack_rate_update": 5000.0,
         **overrides,
     }
     async with gateway_server(runtime, **settings) as server, aiohttp.ClientSession() as session:
