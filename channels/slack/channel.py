@@ -27,6 +27,7 @@ from .listeners import bolt_app
 from .manifest import EVENTS_PATH
 from .metering import count_retries, counted
 from .outbox import Outbox
+from .pacing import SlackPacing
 from .settings import SlackSettings
 from .web import client_log, web_client
 
@@ -51,9 +52,10 @@ class SlackChannel(Channel[SlackSettings]):
         secret = settings.slack_signing_secret.get_secret_value()
         debug = settings.log_level.upper() == "DEBUG"
         client_log.setLevel(logging.DEBUG if debug else logging.INFO)
+        self.pacing = SlackPacing(settings)
         self.outbox = Outbox(
-            web_client(settings.slack_api_base, token),
-            web_client(settings.slack_api_base, token, persistent=False),
+            web_client(settings.slack_api_base, token, pacing=self.pacing),
+            web_client(settings.slack_api_base, token, persistent=False, pacing=self.pacing),
             update_interval,
         )
         self.files = SlackFiles(settings, token)
@@ -128,6 +130,7 @@ class SlackChannel(Channel[SlackSettings]):
         await self.drain(self.settings.cancel_grace)
         if self.outbox.session is not None:  # only now: the inputs drained above post with it
             await self.outbox.session.close()
+        await self.pacing.aclose()
 
     async def drain(self, grace: float) -> None:
         """Let the inputs in flight finish for at most ``grace`` seconds, then cancel the rest

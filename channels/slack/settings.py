@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from pydantic import SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.settings import CoreSettings
 
@@ -20,6 +20,9 @@ class SlackSettings(CoreSettings):
     slack_api_base: str = "https://slack.com/api/"
     slack_umbrella_command: str = "agent"
     slack_public_url: str | None = None  # the gateway's public base URL, for the manifest
+    # Outbound rate limits (docs/rate-limits.md), Slack's published figures; 0: no limit.
+    slack_rate_channel: float = Field(1.0, ge=0)  # messages a second in one channel
+    slack_rate_update: float = Field(50.0, ge=0)  # chat.update a minute (Tier 3), all channels
 
     @model_validator(mode="after")
     def _slack_is_wholly_set(self) -> Self:

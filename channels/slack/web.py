@@ -33,6 +33,8 @@ from slack_sdk.webhook.webhook_response import WebhookResponse
 
 from gateway.backoff import Backoff, retrying
 
+from .pacing import PacedWebClient, SlackPacing
+
 log = logging.getLogger("slashgate.slack")
 # A response_url is a capability (whoever has it may post): slack_sdk logs request URLs at
 # DEBUG, so its webhook client gets a logger that never goes below INFO.
@@ -150,13 +152,20 @@ def retry_handlers(policy: Backoff | None) -> list[AsyncRetryHandler]:
     return handlers
 
 
-def web_client(base_url: str, token: str | None, *, persistent: bool = True) -> AsyncWebClient:
+def web_client(
+    base_url: str, token: str | None, *, persistent: bool = True, pacing: SlackPacing | None = None
+) -> AsyncWebClient:
     """A Web API client; ``persistent`` for what must arrive, else (previews) a transient
-    failure drops the call.
+    failure drops the call; with ``pacing``, its calls keep Slack's limits (previews last).
     """
     url = base_url if base_url.endswith("/") else base_url + "/"
     handlers = retry_handlers(RETRY if persistent else None)
-    return AsyncWebClient(token=token, base_url=url, retry_handlers=handlers, logger=client_log)
+    common: dict[str, Any] = {
+        "token": token, "base_url": url, "retry_handlers": handlers, "logger": client_log
+    }  # fmt: skip
+    if pacing is None:
+        return AsyncWebClient(**common)
+    return PacedWebClient(pacing, persistent, **common)
 
 
 def error_code(exc: BaseException) -> str:
