@@ -1,6 +1,6 @@
 """What every reply of the channel shares: the bot, the pacing (previews' cadence per chat,
-Telegram's limits), the permission prompts, and what the server turned out to support. Below the sink and the activity message,
-so that neither needs the channel.
+Telegram's limits), the permission prompts, and what the server turned out to support. Below
+the sink and the activity message, so that neither needs the channel.
 """
 
 from __future__ import annotations
