@@ -1,4 +1,5 @@
-"""Redis (redis-py's asyncio client): the store several gateway replicas share.
+"""Redis: the store several gateway replicas share. Commands go through gateway/state/resp.py
+(one connection, pipelined), subscriptions through redis-py's asyncio client.
 
 Every step that reads and then writes is one Lua script (sent by its SHA1: EVALSHA), so
 replicas never interleave inside it, and each step of a journal entry is one round trip.
@@ -17,24 +18,21 @@ Redis keeps nothing across its own restart unless it persists (AOF): see docs/re
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
+import hiredis
 from redis import asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
-from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
+from .resp import Resp, sha1
 
 T = TypeVar("T")
-
-_COMMANDS = 100  # at most at once in this process; the others wait for a slot
-_CONNECTIONS = _COMMANDS + 16  # the pool's bound: the commands' and the subscriptions'
 
 # KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
 _CLAIM_FN = """
@@ -63,6 +61,19 @@ _CLAIM = (
     _CLAIM_FN
     + "return claim(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))"
 )
+
+# KEYS: claims, claimv. ARGV: key, now. The value held, or false.
+_RECALL = """
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expiry or tonumber(expiry) <= tonumber(ARGV[2]) then return false end
+return redis.call('HGET', KEYS[2], ARGV[1])
+"""
+
+_FORGET = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
 
 _PUT_CLAIM = """
 redis.call('ZADD', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])
@@ -164,20 +175,17 @@ class RedisStore(StateStore):
         self.url = url
         self.prefix = prefix
         self.max_claims = max_claims
-        self._redis: aioredis.Redis | None = None
-        self._scripts: dict[str, AsyncScript] = {}  # by source, for the client open now
-        self._slots = asyncio.Semaphore(_COMMANDS)
+        self._resp: Resp | None = None  # the commands
+        self._redis: aioredis.Redis | None = None  # the subscriptions (redis-py's pub/sub)
 
     def _k(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
 
     async def open(self) -> None:
-        if self._redis is None:
-            self._slots = asyncio.Semaphore(_COMMANDS)  # of this loop
+        if self._resp is None:
+            self._resp = Resp(self.url, timeout=5.0, connect_timeout=2.0)
             self._redis = aioredis.Redis.from_url(
                 self.url,
-                max_connections=_CONNECTIONS,
-                socket_timeout=5,
                 socket_connect_timeout=2,
                 # A dropped connection or a restarted server: tried again a few times, briefly
                 # (the asyncio client's own Retry: given redis.retry's, it never retries).
@@ -187,10 +195,18 @@ class RedisStore(StateStore):
             )
 
     async def close(self) -> None:
+        resp, self._resp = self._resp, None
         redis, self._redis = self._redis, None
-        self._scripts.clear()
+        if resp is not None:
+            resp.close()
         if redis is not None:
             await redis.aclose()
+
+    @property
+    def resp(self) -> Resp:
+        if self._resp is None:
+            raise StoreUnavailable("the Redis store is not open")
+        return self._resp
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -198,60 +214,33 @@ class RedisStore(StateStore):
             raise StoreUnavailable("the Redis store is not open")
         return self._redis
 
-    async def _run(self, step: Awaitable[T]) -> T:
-        # redis-py can swallow a cancel that lands mid-command (redis/redis-py#2028; seen
-        # here with 7.4 and 8.1), leaving the caller's loop running: the command runs to its
-        # end in a task of its own, and a cancel reaches the caller at once. It holds one of
-        # ``_COMMANDS`` slots until its end: a burst of turns (their inputs acknowledged at
-        # once, a few commands each) waits for them, where redis-py's pool would refuse a
-        # command beyond its bound ("Too many connections": a 503 to the platform).
-        slots = self._slots
+    async def _do(self, *command: Any) -> Any:
         try:
-            await slots.acquire()
-        except BaseException:
-            if inspect.iscoroutine(step):
-                step.close()  # never sent
-            raise
-        command = asyncio.ensure_future(step)
-        command.add_done_callback(lambda _: slots.release())
-        try:
-            return await asyncio.shield(command)
-        except (RedisError, OSError) as exc:
+            return await self.resp.call(*command)
+        except hiredis.ReplyError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
     async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        # By its SHA1 (EVALSHA), loaded again when the server does not know it (restarted).
-        registered = self._scripts.get(script)
-        if registered is None:
-            registered = self._scripts[script] = self.redis.register_script(script)
-        return await self._run(registered(keys, args))
-
-    async def _do(self, name: str, *args: Any) -> Any:
-        return await self._run(getattr(self.redis, name)(*args))  # types mix sync and async
-
-    async def _transaction(self, *commands: tuple[Any, ...]) -> None:
-        async def run() -> None:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                for name, *args in commands:
-                    getattr(pipe, name)(*args)
-                await pipe.execute()
-
-        await self._run(run())
+        # By its SHA1 (EVALSHA), sent whole when the server does not know it (restarted).
+        try:
+            return await self.resp.script(script, _SHAS[script], keys, args)
+        except hiredis.ReplyError as exc:
+            raise StoreUnavailable(f"Redis: {exc}") from exc
 
     async def ping(self) -> None:
-        await self._do("ping")
+        await self._do("PING")
 
     # -- key-value -------------------------------------------------------------------------
 
     async def get(self, key: str) -> Any | None:
-        raw = await self._do("get", self._k("kv", key))
+        raw = await self._do("GET", self._k("kv", key))
         return None if raw is None else json.loads(raw)
 
     async def set(self, key: str, value: Any) -> None:
-        await self._do("set", self._k("kv", key), encode(value))
+        await self._do("SET", self._k("kv", key), encode(value))
 
     async def delete(self, key: str) -> bool:
-        return bool(await self._do("delete", self._k("kv", key)))
+        return bool(await self._do("DEL", self._k("kv", key)))
 
     # -- claims ----------------------------------------------------------------------------
 
@@ -265,17 +254,14 @@ class RedisStore(StateStore):
         return (True, None) if held is None else (False, json.loads(held))
 
     async def recall(self, key: str) -> Any | None:
-        expiry = await self._do("zscore", self._k("claims"), key)
-        if expiry is None or expiry <= time.time():
-            return None
-        raw = await self._do("hget", self._k("claimv"), key)
+        raw = await self._eval(_RECALL, self._claim_keys(), [key, time.time()])
         return None if raw is None else await decode(raw)
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
         await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])
 
     async def forget(self, key: str) -> None:
-        await self._transaction(("zrem", self._k("claims"), key), ("hdel", self._k("claimv"), key))
+        await self._eval(_FORGET, self._claim_keys(), [key])
 
     # -- the journal -----------------------------------------------------------------------
 
@@ -294,9 +280,8 @@ class RedisStore(StateStore):
         seq = await self._eval(_APPEND, keys, args)
         if seq is None:
             return None
-        added = await Entry.decoded(encoded)
-        added.seq = int(seq)
-        return added
+        entry.seq = int(seq)  # as written: not decoded back from what was just encoded
+        return entry
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
         lease_key = self._k("lease", fence.name) if fence else self._k("j")
@@ -345,27 +330,45 @@ class RedisStore(StateStore):
         await self._eval(_RELEASE, [self._k("lease", lease.name)], [f"{lease.token}|{lease.owner}"])
 
     async def holder(self, name: str) -> str | None:
-        held = await self._do("get", self._k("lease", name))
+        held = await self._do("GET", self._k("lease", name))
         return None if held is None else held.decode().partition("|")[2]
 
     # -- messages between replicas --------------------------------------------------------
 
     async def publish(self, topic: str, message: str) -> None:
-        await self._do("publish", self._k("topic", topic), message)
+        await self._do("PUBLISH", self._k("topic", topic), message)
 
     async def listen(self, topic: str) -> AsyncIterator[str]:
         pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         reading: asyncio.Future[Any] | None = None
         try:
-            await self._run(pubsub.subscribe(self._k("topic", topic)))
+            await _shielded(asyncio.ensure_future(pubsub.subscribe(self._k("topic", topic))))
             while True:
-                # Shielded like every command (see _run); a second at most, so that a
-                # cancelled listener's read ends soon after it.
+                # A second at most, so that a cancelled listener's read ends soon after it.
                 reading = asyncio.ensure_future(pubsub.get_message(True, timeout=1.0))
-                message = await self._run(reading)
+                message = await _shielded(reading)
                 if message is not None:
                     yield message["data"].decode()
         finally:
             if reading is not None and not reading.done():
                 await asyncio.wait({reading})
             await pubsub.aclose()
+
+
+async def _shielded(step: asyncio.Future[T]) -> T:
+    # redis-py can swallow a cancel that lands mid-command (redis/redis-py#2028; seen here
+    # with 7.4 and 8.1), leaving the caller's loop running: the subscription's step runs to
+    # its end in a task of its own, and a cancel reaches the caller at once.
+    try:
+        return await asyncio.shield(step)
+    except (RedisError, OSError) as exc:
+        raise StoreUnavailable(f"Redis: {exc}") from exc
+
+
+_SHAS = {
+    script: sha1(script)
+    for script in (
+        _CLAIM, _PUT_CLAIM, _RECALL, _FORGET, _APPEND, _UPDATE, _FINISH, _PENDING, _ACQUIRE,
+        _TURN, _RENEW, _RELEASE,
+    )
+}  # fmt: skip
