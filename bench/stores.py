@@ -1,11 +1,14 @@
 """Server CPU per Telegram update on each store: ``slashgate serve`` on the memory store, on
 SQLite (the default, ``synchronous=FULL``) and on Redis (one replica), ``/echo`` updates at 16
-connections through to sendMessage on a fake Bot API (the load of bench/replicas.py).
+connections through to sendMessage on a fake Bot API (the processes of bench/replicas.py:
+bench/loadrig.py).
 
 CPU per update is the gateway's utime + stime (from /proc) over the run, and for Redis also
 the redis-server process's. The stores take turns, round after round, so that a change of
 the shared machine's speed reaches each alike; the medians over the rounds are printed, with
-each store's ratio to the memory store. ``python bench/stores.py [updates] [--rounds N]``.
+each store's ratio to the memory store of the same tree. ``--tree NAME=PATH`` (repeatable)
+measures other source trees in the same rounds, interleaved (a tree before a change beside
+the one after it). ``python bench/stores.py [updates] [--rounds N] [--stores memory,redis]``.
 """
 
 from __future__ import annotations
@@ -22,65 +25,79 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.journal import cpu_of  # noqa: E402
-from bench.replicas import CONNECTIONS, SECRET, _replies, load  # noqa: E402
-from tests.redis_server import redis_server  # noqa: E402
-from tests.reliability.gateway_process import GatewayProcess  # noqa: E402
-from tests.telegram.fake_bot_api import TOKEN, FakeBotAPI  # noqa: E402
+from bench.loadrig import (  # noqa: E402
+    SECRET,
+    TOKEN,
+    Fakes,
+    Proc,
+    cpu_of,
+    gateway,
+    load,
+    redis_binary,
+    redis_server,
+    redis_url,
+    unpaced,
+    url_of,
+)
 
 STORES = ("memory", "sqlite", "redis")
 WARMUP = 200
+CONNECTIONS = 16
 
 
-async def measure(store: str, updates: int, folder: Path) -> tuple[float, float, float]:
+async def measure(store: str, updates: int, folder: Path, tree: Path) -> tuple[float, float, float]:
     """(updates per second, gateway CPU us per update, redis-server CPU us per update)."""
     async with AsyncExitStack() as stack:
-        fake = await stack.enter_async_context(FakeBotAPI())
+        fakes = Fakes(1)
+        await fakes.start()
+        stack.push_async_callback(fakes.stop)
         env = {
-            "telegram_token": TOKEN, "telegram_secret": SECRET, "telegram_api_base": fake.url,
-            "store": store, "inventory_wait": "0", "log_level": "WARNING",
+            "telegram_token": TOKEN, "telegram_secret": SECRET,
+            "telegram_api_base": fakes.urls[0], "store": store, "inventory_wait": "0",
+            "log_level": "WARNING", **unpaced(tree),
             "state_path": str(folder / f"{store}-{time.monotonic_ns()}.sqlite3"),
         }  # fmt: skip
-        server_pid = None
+        server: Proc | None = None
         if store == "redis":
-            redis = await stack.enter_async_context(redis_server(folder))
-            assert redis.process is not None
-            env["redis_url"], server_pid = redis.url, redis.process.pid
-        gateway = GatewayProcess(env)
-        await gateway.start()
+            binary = redis_binary()
+            assert binary is not None, "no redis-server: set SLASHGATE_REDIS_SERVER"
+            server = redis_server(binary, folder)
+            await server.start()
+            stack.push_async_callback(server.stop, True)
+            env["redis_url"] = redis_url(server)
+        proc = gateway(env, tree)
+        await proc.start()
         try:
-            assert gateway.process is not None
-            pid = gateway.process.pid
-            sent = len(fake.calls_to("sendMessage"))
-            await load([gateway.url], 1, WARMUP)
-            await _replies(fake, sent + WARMUP)
-            cpu = cpu_of(pid)
-            server = cpu_of(server_pid) if server_pid else 0.0
-            started = time.perf_counter()
-            await load([gateway.url], 10_000, updates)
-            await _replies(fake, sent + WARMUP + updates)
-            elapsed = time.perf_counter() - started
-            cpu = cpu_of(pid) - cpu
-            server = (cpu_of(server_pid) - server) if server_pid else 0.0
+            url = url_of(proc)
+            await load([url], 1, WARMUP, lanes=CONNECTIONS)
+            await fakes.replies(WARMUP)
+            cpu = cpu_of(proc.pid)
+            redis_cpu = cpu_of(server.pid) if server else 0.0
+            started = time.monotonic()
+            await load([url], 10_000_000, updates, lanes=CONNECTIONS)
+            done = await fakes.replies(WARMUP + updates)
+            cpu = cpu_of(proc.pid) - cpu
+            redis_cpu = (cpu_of(server.pid) - redis_cpu) if server else 0.0
         except BaseException:
-            print("".join(gateway.output[-5:]), file=sys.stderr)  # why it refused
+            print("".join(proc.output[-5:]), file=sys.stderr)  # why it refused
             raise
         finally:
-            await gateway.stop()
-    return updates / elapsed, cpu / updates * 1e6, server / updates * 1e6
+            await proc.stop()
+    return updates / (done - started), cpu / updates * 1e6, redis_cpu / updates * 1e6
 
 
-async def main(updates: int, rounds: int) -> None:
-    figures: dict[str, list[tuple[float, float, float]]] = {store: [] for store in STORES}
+async def main(updates: int, rounds: int, stores: list[str], trees: dict[str, Path]) -> None:
+    runs = [(name, store) for name in trees for store in stores]
+    figures: dict[tuple[str, str], list[tuple[float, float, float]]] = {run: [] for run in runs}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(rounds):
-            for store in STORES:
-                figures[store].append(await measure(store, updates, Path(folder)))
+            for name, store in runs:
+                figure = await measure(store, updates, Path(folder), trees[name])
+                figures[name, store].append(figure)
     medians = {
-        store: tuple(statistics.median(run[i] for run in runs) for i in range(3))
-        for store, runs in figures.items()
+        run: tuple(statistics.median(one[i] for one in ones) for i in range(3))
+        for run, ones in figures.items()
     }
-    base = medians["memory"][1]
     print(
         f"stores, Telegram /echo ({updates} updates, {CONNECTIONS} connections, "
         f"{rounds} rounds; medians)"
@@ -89,17 +106,26 @@ async def main(updates: int, rounds: int) -> None:
         ("updates/s", 11), ("CPU us/update", 15), ("redis-server us", 17), ("x", 7),
         ("x with server", 15),
     )  # fmt: skip
-    print(f"{'store':<10}" + "".join(f"{name:>{width}}" for name, width in header))
-    for store, (rate, cpu, server) in medians.items():
+    print(f"{'tree':<8}{'store':<10}" + "".join(f"{name:>{width}}" for name, width in header))
+    for (name, store), (rate, cpu, server) in medians.items():
+        base = medians.get((name, "memory"), (0.0, cpu, 0.0))[1]
         print(
-            f"{store:<10}{rate:>11.0f}{cpu:>15.0f}{server:>17.0f}{cpu / base:>7.2f}"
+            f"{name:<8}{store:<10}{rate:>11.0f}{cpu:>15.0f}{server:>17.0f}{cpu / base:>7.2f}"
             f"{(cpu + server) / base:>15.2f}"
         )
+
+
+def _tree(given: str) -> tuple[str, Path]:
+    name, _, path = given.partition("=")
+    return name, Path(path).resolve()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("updates", nargs="?", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stores", default=",".join(STORES))
+    parser.add_argument("--tree", type=_tree, action="append", help="NAME=PATH, repeatable")
     args = parser.parse_args()
-    asyncio.run(main(args.updates, args.rounds))
+    chosen = dict(args.tree) if args.tree else {"this": ROOT}
+    asyncio.run(main(args.updates, args.rounds, args.stores.split(","), chosen))
