@@ -9,16 +9,13 @@ rejection, a gateway command's answer) is posted in the channel.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import hikari
 from hikari.api.special_endpoints import ComponentBuilder
 
-from .messages import Messages, why
+from .messages import QUIET, Messages, done, posted
 from .target import Target
-
-log = logging.getLogger("slashgate.discord")
 
 _NONE: Sequence[ComponentBuilder] = ()
 
@@ -37,20 +34,7 @@ class ChannelMessages(Messages):
         if self.reply is None:
             self.reply = await self.follow_up(content, False, components or _NONE)
             return self.reply is not None
-        try:
-            await self.rest.edit_message(
-                self.channel,
-                self.reply,
-                content,
-                components=components if components is not None else hikari.UNDEFINED,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("editing a Discord reply failed: %s", why(exc))
-            return False
-        return True
+        return await self._edit(self.reply, content, components)
 
     async def delete(self) -> bool:
         if self.reply is None:  # nothing shown yet: nothing to take back
@@ -66,43 +50,35 @@ class ChannelMessages(Messages):
         ephemeral: bool,
         components: Sequence[ComponentBuilder] = _NONE,
     ) -> int | None:
-        try:
-            message = await self.rest.create_message(
-                self.channel,
-                content,
-                components=components or hikari.UNDEFINED,
-                reply=self.message if not self._answered else hikari.UNDEFINED,
-                reply_must_exist=False,
-                mentions_reply=False,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("posting a Discord reply failed: %s", why(exc))
-            return None
-        self._answered = True
-        return int(message.id)
+        message = self.rest.create_message(
+            self.channel,
+            content,
+            components=components or hikari.UNDEFINED,
+            reply=self.message if not self._answered else hikari.UNDEFINED,
+            reply_must_exist=False,
+            mentions_reply=False,
+            **QUIET,
+        )
+        number = await posted(message, "posting a Discord reply")
+        if number is not None:
+            self._answered = True
+        return number
 
     async def edit_follow_up(self, message: int, content: str) -> bool:
-        try:
-            await self.rest.edit_message(
-                self.channel,
-                message,
-                content,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("editing a Discord reply failed: %s", why(exc))
-            return False
-        return True
+        return await self._edit(message, content, None)
 
     async def delete_follow_up(self, message: int) -> bool:
-        try:
-            await self.rest.delete_message(self.channel, message)
-        except hikari.HikariError as exc:
-            log.warning("deleting a Discord reply failed: %s", why(exc))
-            return False
-        return True
+        deleted = self.rest.delete_message(self.channel, message)
+        return await done(deleted, "deleting a Discord reply")
+
+    async def _edit(
+        self, message: int, content: str, components: Sequence[ComponentBuilder] | None
+    ) -> bool:
+        edited = self.rest.edit_message(
+            self.channel,
+            message,
+            content,
+            components=components if components is not None else hikari.UNDEFINED,
+            **QUIET,
+        )
+        return await done(edited, "editing a Discord reply")

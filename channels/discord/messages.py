@@ -6,7 +6,8 @@ answered False or None: the caller stops, since the rest of a reply with a hole 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypedDict
 
 import hikari
 from hikari.api.special_endpoints import ComponentBuilder
@@ -15,8 +16,17 @@ from .target import Target
 
 log = logging.getLogger("slashgate.discord")
 
-ORIGINAL = "@original"
 _NONE: Sequence[ComponentBuilder] = ()
+
+
+class _Mentions(TypedDict):
+    mentions_everyone: bool
+    user_mentions: bool
+    role_mentions: bool
+
+
+# A reply quotes what the agent wrote: whatever it mentions, it pings nobody.
+QUIET: _Mentions = {"mentions_everyone": False, "user_mentions": False, "role_mentions": False}
 
 
 class Messages:
@@ -28,28 +38,18 @@ class Messages:
         self, content: str, components: Sequence[ComponentBuilder] | None = None
     ) -> bool:
         """Replace the original response's text (and its buttons, when given)."""
-        try:
-            await self.rest.edit_interaction_response(
-                self.target.application,
-                self.target.token,
-                content,
-                components=components if components is not None else hikari.UNDEFINED,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("editing a Discord response failed: %s", why(exc))
-            return False
-        return True
+        edited = self.rest.edit_interaction_response(
+            self.target.application,
+            self.target.token,
+            content,
+            components=components if components is not None else hikari.UNDEFINED,
+            **QUIET,
+        )
+        return await done(edited, "editing a Discord response")
 
     async def delete(self) -> bool:
-        try:
-            await self.rest.delete_interaction_response(self.target.application, self.target.token)
-        except hikari.HikariError as exc:
-            log.warning("deleting a Discord response failed: %s", why(exc))
-            return False
-        return True
+        deleted = self.rest.delete_interaction_response(self.target.application, self.target.token)
+        return await done(deleted, "deleting a Discord response")
 
     async def follow_up(
         self,
@@ -58,47 +58,47 @@ class Messages:
         components: Sequence[ComponentBuilder] = _NONE,
     ) -> int | None:
         """Post a follow-up message; its id, or None when Discord refused it."""
-        try:
-            message = await self.rest.execute_webhook(
-                self.target.application,
-                self.target.token,
-                content,
-                components=components or hikari.UNDEFINED,
-                flags=hikari.MessageFlag.EPHEMERAL if ephemeral else hikari.UNDEFINED,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("a Discord follow-up failed: %s", why(exc))
-            return None
-        return int(message.id)
+        message = self.rest.execute_webhook(
+            self.target.application,
+            self.target.token,
+            content,
+            components=components or hikari.UNDEFINED,
+            flags=hikari.MessageFlag.EPHEMERAL if ephemeral else hikari.UNDEFINED,
+            **QUIET,
+        )
+        return await posted(message, "a Discord follow-up")
 
     async def edit_follow_up(self, message: int, content: str) -> bool:
-        try:
-            await self.rest.edit_webhook_message(
-                self.target.application,
-                self.target.token,
-                message,
-                content,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-            )
-        except hikari.HikariError as exc:
-            log.warning("editing a Discord follow-up failed: %s", why(exc))
-            return False
-        return True
+        edited = self.rest.edit_webhook_message(
+            self.target.application, self.target.token, message, content, **QUIET
+        )
+        return await done(edited, "editing a Discord follow-up")
 
     async def delete_follow_up(self, message: int) -> bool:
-        try:
-            await self.rest.delete_webhook_message(
-                self.target.application, self.target.token, message
-            )
-        except hikari.HikariError as exc:
-            log.warning("deleting a Discord follow-up failed: %s", why(exc))
-            return False
-        return True
+        deleted = self.rest.delete_webhook_message(
+            self.target.application, self.target.token, message
+        )
+        return await done(deleted, "deleting a Discord follow-up")
+
+
+async def done(call: Awaitable[object], what: str) -> bool:
+    """Whether ``call`` succeeded; a failure is logged as ``what`` failed."""
+    try:
+        await call
+    except hikari.HikariError as exc:
+        log.warning("%s failed: %s", what, why(exc))
+        return False
+    return True
+
+
+async def posted(call: Awaitable[hikari.Message], what: str) -> int | None:
+    """The id of the message ``call`` posts; None (logged as ``what`` failed) when refused."""
+    try:
+        message = await call
+    except hikari.HikariError as exc:
+        log.warning("%s failed: %s", what, why(exc))
+        return None
+    return int(message.id)
 
 
 def why(exc: hikari.HikariError) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.http import serve_app
+
 APPLICATION = 4242
 BOT_TOKEN = "discord-bot-token"
 BOT_USER = {"id": "4242", "username": "gw_bot", "discriminator": "0", "avatar": None, "bot": True}
@@ -124,17 +126,19 @@ class FakeDiscord:
         app.router.add_get(guild, self._get_commands)
         app.router.add_put(guild, self._put_commands)
         hook = f"{api}/webhooks/{{app}}/{{token}}"
-        app.router.add_post(hook, self._follow_up)
         app.router.add_patch(f"{hook}/messages/@original", self._edit_original)
         app.router.add_delete(f"{hook}/messages/@original", self._delete_original)
-        app.router.add_patch(f"{hook}/messages/{{message}}", self._edit_follow_up)
-        app.router.add_delete(f"{hook}/messages/{{message}}", self._delete_follow_up)
+        channel = f"{api}/channels/{{channel}}/messages"
+        # An interaction's follow-ups and a channel's messages: the same calls, two paths.
+        for posts, one in (
+            (hook, f"{hook}/messages/{{message}}"),
+            (channel, f"{channel}/{{message}}"),
+        ):
+            app.router.add_post(posts, self._post)
+            app.router.add_patch(one, self._edit)
+            app.router.add_delete(one, self._delete)
         app.router.add_get("/files/{name}", self._file)
         app.router.add_get(f"{api}/gateway/bot", self._gateway_bot)
-        messages = f"{api}/channels/{{channel}}/messages"
-        app.router.add_post(messages, self._post_message)
-        app.router.add_patch(f"{messages}/{{message}}", self._edit_message)
-        app.router.add_delete(f"{messages}/{{message}}", self._delete_message)
         return app
 
     @web.middleware
@@ -224,6 +228,29 @@ class FakeDiscord:
             return web.json_response(error, status=400)
         return None
 
+    @classmethod
+    def _update(cls, message: Message, body: dict[str, Any]) -> None:
+        """An edit: the content and the buttons, each when given."""
+        if "content" in body:
+            message.content = body["content"] or ""
+            message.edits.append(message.content)
+        if "components" in body:
+            message.components = cls._numbered(body["components"] or [])
+
+    def _thread(self, request: web.Request) -> tuple[list[Message], asyncio.Event]:
+        """The messages a route posts to, and the event set when one is posted: an
+        interaction's follow-ups (by its token), or a channel's messages.
+        """
+        token = request.match_info.get("token")
+        if token is not None:
+            return self.follow_ups[token], self.followed
+        return self.posted[request.match_info["channel"]], self.said
+
+    def _find(self, request: web.Request) -> Message:
+        thread, _ = self._thread(request)
+        number = int(request.match_info["message"])
+        return next(m for m in thread if m.id == number)
+
     async def _edit_original(self, request: web.Request) -> web.Response:
         body = request[BODY]
         refused = self._too_long(body)
@@ -231,12 +258,9 @@ class FakeDiscord:
             return refused
         token = request.match_info["token"]
         message = self.originals.setdefault(token, Message(next(self._ids), ""))
+        self._update(message, body)
         if "content" in body:
-            message.content = body["content"] or ""
-            message.edits.append(message.content)
             self.edited.set()
-        if "components" in body:
-            message.components = self._numbered(body["components"] or [])
         return web.json_response(self._message(message))
 
     async def _delete_original(self, request: web.Request) -> web.Response:
@@ -244,7 +268,8 @@ class FakeDiscord:
         self.originals.setdefault(token, Message(next(self._ids), "")).deleted = True
         return web.Response(status=204)
 
-    async def _follow_up(self, request: web.Request) -> web.Response:
+    async def _post(self, request: web.Request) -> web.Response:
+        """A follow-up, or a message in a channel."""
         body = request[BODY]
         refused = self._too_long(body)
         if refused is not None:
@@ -256,28 +281,23 @@ class FakeDiscord:
             self._numbered(body.get("components") or []),
         )
         message.edits.append(message.content)
-        self.follow_ups[request.match_info["token"]].append(message)
-        self.followed.set()
+        thread, posted = self._thread(request)
+        thread.append(message)
+        posted.set()
         return web.json_response(self._message(message))
 
-    def _find(self, request: web.Request) -> Message:
-        token, number = request.match_info["token"], int(request.match_info["message"])
-        return next(m for m in self.follow_ups[token] if m.id == number)
-
-    async def _edit_follow_up(self, request: web.Request) -> web.Response:
+    async def _edit(self, request: web.Request) -> web.Response:
         body = request[BODY]
         refused = self._too_long(body)
         if refused is not None:
             return refused
         message = self._find(request)
-        if "content" in body:
-            message.content = body["content"] or ""
-            message.edits.append(message.content)
+        self._update(message, body)
         return web.json_response(self._message(message))
 
-    async def _delete_follow_up(self, request: web.Request) -> web.Response:
-        message = self._find(request)
-        self.follow_ups[request.match_info["token"]].remove(message)
+    async def _delete(self, request: web.Request) -> web.Response:
+        thread, _ = self._thread(request)
+        thread.remove(self._find(request))
         return web.Response(status=204)
 
     async def _gateway_bot(self, request: web.Request) -> web.Response:
@@ -285,44 +305,6 @@ class FakeDiscord:
         return web.json_response(
             {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
         )
-
-    async def _post_message(self, request: web.Request) -> web.Response:
-        body = request[BODY]
-        refused = self._too_long(body)
-        if refused is not None:
-            return refused
-        message = Message(
-            next(self._ids),
-            body.get("content") or "",
-            int(body.get("flags") or 0),
-            self._numbered(body.get("components") or []),
-        )
-        message.edits.append(message.content)
-        self.posted[request.match_info["channel"]].append(message)
-        self.said.set()
-        return web.json_response(self._message(message))
-
-    def _posted(self, request: web.Request) -> Message:
-        channel, number = request.match_info["channel"], int(request.match_info["message"])
-        return next(m for m in self.posted[channel] if m.id == number)
-
-    async def _edit_message(self, request: web.Request) -> web.Response:
-        body = request[BODY]
-        refused = self._too_long(body)
-        if refused is not None:
-            return refused
-        message = self._posted(request)
-        if "content" in body:
-            message.content = body["content"] or ""
-            message.edits.append(message.content)
-        if "components" in body:
-            message.components = self._numbered(body["components"] or [])
-        return web.json_response(self._message(message))
-
-    async def _delete_message(self, request: web.Request) -> web.Response:
-        message = self._posted(request)
-        self.posted[request.match_info["channel"]].remove(message)
-        return web.Response(status=204)
 
     async def _file(self, request: web.Request) -> web.Response:
         data = self.files.get(request.match_info["name"])
@@ -334,13 +316,6 @@ class FakeDiscord:
 @asynccontextmanager
 async def fake_discord() -> AsyncIterator[FakeDiscord]:
     fake = FakeDiscord()
-    runner = web.AppRunner(fake.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.api_base = f"http://127.0.0.1:{port}/api/v10"
-    try:
+    async with serve_app(fake.app()) as url:
+        fake.api_base = f"{url}/api/v10"
         yield fake
-    finally:
-        await runner.cleanup()

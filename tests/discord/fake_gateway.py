@@ -19,6 +19,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.http import serve_app
+
 from .fake import APPLICATION, BOT_USER
 
 DISPATCH, HEARTBEAT, IDENTIFY, RESUME, HELLO, HEARTBEAT_ACK = 0, 1, 2, 6, 10, 11
@@ -136,13 +138,6 @@ class FakeGateway:
 @asynccontextmanager
 async def fake_gateway() -> AsyncIterator[FakeGateway]:
     fake = FakeGateway()
-    runner = web.AppRunner(fake.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.url = f"ws://127.0.0.1:{port}"
-    try:
+    async with serve_app(fake.app()) as url:
+        fake.url = url.replace("http://", "ws://", 1)
         yield fake
-    finally:
-        await runner.cleanup()

@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from channels.discord.plain import Said
 from gateway.runtimes import Runtime
 
-from .fake import BOT_USER, FakeDiscord, Message, fake_discord
+from .fake import BOT_USER, FakeDiscord, Message, fake_discord, message_json
 from .fake_gateway import FakeGateway, fake_gateway
 from .harness import WAIT, Harness, ServerFactory, discord_gateway
 from .interactions import GUILD, USER, user
@@ -41,23 +41,14 @@ def message_create(
     message_id: str | None = None,
 ) -> dict[str, Any]:
     """A MESSAGE_CREATE's data: a direct message, or in ``guild`` when given."""
-    data: dict[str, Any] = {
-        "id": message_id or str(next(_ids)),
-        "channel_id": channel,
-        "author": author or user(USER),
-        "content": content,
-        "timestamp": "2024-01-01T00:00:00+00:00",
-        "edited_timestamp": None,
-        "tts": False,
-        "mention_everyone": False,
-        "mentions": list(mentions),
-        "mention_roles": [],
-        "attachments": list(attachments),
-        "embeds": [],
-        "pinned": False,
-        "type": 0,
-        "flags": 0,
-    }
+    data = message_json(
+        message_id or str(next(_ids)),
+        channel,
+        author or user(USER),
+        content,
+        mentions=list(mentions),
+        attachments=list(attachments),
+    )
     if guild is not None:
         data["guild_id"] = guild
     return data

@@ -28,8 +28,8 @@ ADDRESSED = (
     "case does not arise on Discord"
 )
 PLAIN_TEXT = (
-    "plain text would come as a message through Discord's Gateway connection, which this "
-    "channel does not use (docs/discord.md); a slash command always starts with /"
+    "plain text is a message over Discord's Gateway connection, not a slash command (which "
+    "always starts with /): its cases run in test_discord_plain_parity.py"
 )
 TRIMMED = "Discord trims the value of a string option: leading white space cannot reach the app"
 ONE_LINE = "Discord's command options are typed on one line"

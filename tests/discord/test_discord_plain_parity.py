@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from channels.webhook.wire import classification_body, forwarded_body
-from gateway.inbound import InboundMessage, Outcome
 from tests.conftest import load_parity, parity_runtime
+from tests.parity_check import same_as_webhook, watch, webhook
 
 from .plain_harness import mentioning, message_create, plain_gateway
 
@@ -35,33 +34,11 @@ async def test_parity_case_through_discord_messages(gateway_server, monkeypatch,
     text = case["text"]
     interactive = HEADER["interactive_only"]
     async with plain_gateway(gateway_server, parity_runtime(), interactive_only=interactive) as p:
-        seen: list[tuple[InboundMessage, Outcome]] = []
-        handle = p.h.server.gateway.handle
-
-        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
-            outcome = await handle(message, sink, entry)
-            if message.channel == "discord":
-                seen.append((message, outcome))
-            return outcome
-
-        monkeypatch.setattr(p.h.server.gateway, "handle", spy)
-        async with p.h.discord.session.post(
-            p.h.server.url + "/v1/messages",
-            json={"conversation": "parity", "user": "U1", "text": text},
-        ) as resp:
-            assert resp.status == 200
-            web = await resp.json()
+        seen = watch(monkeypatch, p.h.server.gateway, "discord")
+        web = await webhook(p.h.discord.session, p.h.server.url, text)
         replies = await p.say(message_create(text) if form == "dm" else mentioning(text))
 
-    [(message, outcome)] = seen
-    assert message.text == text  # the contract saw exactly what the user typed
-    assert classification_body(outcome.classification) == web["classification"]
-    assert forwarded_body(outcome.forwarded) == web["forwarded"]
-    expect = case["expect"]
-    assert outcome.classification.kind == expect["kind"]
-    if "command" in expect:
-        assert outcome.classification.command == expect["command"]
-    if "message" in expect:
-        assert web["reply"]["text"] == expect["message"]
+    same_as_webhook(seen, web, case)
+    # What the user sees: the same text, in the channel.
     [reply] = replies
     assert reply.content == web["reply"]["text"]

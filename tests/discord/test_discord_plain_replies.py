@@ -6,21 +6,17 @@ runtime as compositor parts within the limits, downloaded without the bot token.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 from contract import Command
-from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
-from gateway.runtimes import Turn
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition
-from tests.slack.slack_harness import Recorder, ScriptedRuntime, ScriptedSession, deltas
+from tests.slack.slack_harness import Recorder, ScriptedRuntime, deltas
 
-from .fake import LIMIT, FakeDiscord
+from .fake import FakeDiscord
 from .harness import WAIT
 from .plain_harness import message_create, plain_gateway
 from .test_discord_files import parts
-
-DEPLOY = (Command(name="deploy"),)
+from .test_discord_replies import DEPLOY, LONG, cut_well, streamed, two_parts
 
 
 def attachment(fake: FakeDiscord, data: bytes, name: str, kind: str) -> dict[str, Any]:
@@ -37,36 +33,19 @@ def attachment(fake: FakeDiscord, data: bytes, name: str, kind: str) -> dict[str
 
 
 async def test_a_long_reply_is_cut_with_code_blocks_reopened(gateway_server):
-    code = "\n".join(f"line {n}" for n in range(400))
-    runtime = ScriptedRuntime(
-        deltas(f"{'word ' * 300}\n\n```python\n{code}\n```\n\nthe end"), DEPLOY
-    )
-    async with plain_gateway(gateway_server, runtime) as p:
-        replies = await p.say(message_create("/deploy"))
-    assert len(replies) > 2
-    assert all(len(r.content) <= LIMIT for r in replies)
-    assert all(r.content.count("```") % 2 == 0 for r in replies)
-    assert replies[-1].content.endswith("the end")
-    assert "line 399" in "".join(r.content for r in replies)
+    async with plain_gateway(gateway_server, ScriptedRuntime(deltas(LONG), DEPLOY)) as p:
+        cut_well(await p.say(message_create("/deploy")))
 
 
 async def test_the_reply_streams_by_editing_it(gateway_server):
     step = asyncio.Event()
-
-    async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
-        yield MessageDelta("first part")
-        await step.wait()
-        yield MessageDelta(", second part")
-        yield MessageEnd()
-
-    async with plain_gateway(gateway_server, ScriptedRuntime(script, DEPLOY)) as p:
+    async with plain_gateway(gateway_server, ScriptedRuntime(two_parts(step), DEPLOY)) as p:
         data = message_create("/deploy")
         await p.send(data)
         await asyncio.wait_for(p.h.fake.said.wait(), WAIT)
         step.set()
         [reply] = await p.answered(data)
-    assert reply.edits[0] == "first part"
-    assert reply.edits[-1] == "first part, second part"
+    streamed(reply)
 
 
 async def test_a_file_reaches_the_runtime_as_a_compositor_part(gateway_server):

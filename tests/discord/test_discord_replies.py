@@ -10,24 +10,21 @@ from collections.abc import AsyncIterator
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd, RuntimeEvent, UsageReported
 from gateway.runtimes import Turn
-from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, deltas
+from tests.slack.slack_harness import Script, ScriptedRuntime, ScriptedSession, deltas
 
-from .fake import LIMIT, fake_discord
+from .fake import LIMIT, Message, fake_discord
 from .harness import discord_gateway
 from .interactions import command
 
 DEPLOY = (Command(name="deploy"),)
+# Prose, then a code block that spans several messages, then a last line.
+LONG = "{}\n\n```python\n{}\n```\n\nthe end".format(
+    "word " * 300, "\n".join(f"line {n}" for n in range(400))
+)
 
 
-async def test_a_long_reply_is_cut_with_code_blocks_reopened_in_follow_ups(gateway_server):
-    prose = "word " * 300
-    code = "\n".join(f"line {n}" for n in range(400))
-    text = f"{prose}\n\n```python\n{code}\n```\n\nthe end"
-    runtime = ScriptedRuntime(deltas(text), DEPLOY)
-    async with fake_discord() as fake, discord_gateway(gateway_server, fake, runtime) as h:
-        payload = command("deploy")
-        await h.interact(payload)
-        replies = await h.replies(payload["token"])
+def cut_well(replies: list[Message]) -> None:
+    """``LONG`` as several messages, each within Discord's limit and its code block closed."""
     assert len(replies) > 2
     assert all(len(r.content) <= LIMIT for r in replies)
     assert all(r.content.count("```") % 2 == 0 for r in replies)  # each block closed
@@ -36,8 +33,8 @@ async def test_a_long_reply_is_cut_with_code_blocks_reopened_in_follow_ups(gatew
     assert "line 399" in "".join(r.content for r in replies)
 
 
-async def test_the_reply_streams_into_the_original_response(gateway_server):
-    step = asyncio.Event()
+def two_parts(step: asyncio.Event) -> Script:
+    """A reply written in two parts, the second once ``step`` is set."""
 
     async def script(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
         yield MessageDelta("first part")
@@ -45,15 +42,33 @@ async def test_the_reply_streams_into_the_original_response(gateway_server):
         yield MessageDelta(", second part")
         yield MessageEnd()
 
-    runtime = ScriptedRuntime(script, DEPLOY)
+    return script
+
+
+def streamed(reply: Message) -> None:
+    """The reply showed the first part before the whole (``two_parts``)."""
+    assert reply.edits[0] == "first part"
+    assert reply.edits[-1] == "first part, second part"
+
+
+async def test_a_long_reply_is_cut_with_code_blocks_reopened_in_follow_ups(gateway_server):
+    runtime = ScriptedRuntime(deltas(LONG), DEPLOY)
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake, runtime) as h:
+        payload = command("deploy")
+        await h.interact(payload)
+        cut_well(await h.replies(payload["token"]))
+
+
+async def test_the_reply_streams_into_the_original_response(gateway_server):
+    step = asyncio.Event()
+    runtime = ScriptedRuntime(two_parts(step), DEPLOY)
     async with fake_discord() as fake, discord_gateway(gateway_server, fake, runtime) as h:
         payload = command("deploy")
         await h.interact(payload)
         await asyncio.wait_for(fake.edited.wait(), 5)
         step.set()
         [reply] = await h.replies(payload["token"])
-    assert reply.edits[0] == "first part"
-    assert reply.edits[-1] == "first part, second part"
+    streamed(reply)
 
 
 async def test_usage_is_shown_under_the_reply(gateway_server):
