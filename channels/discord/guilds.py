@@ -9,8 +9,8 @@ list. A guild's first list, when it is the global one, costs nothing. With
 ``discord_guild_ids`` (no global list) a configured guild's own list is its whole
 inventory, in place of the default one.
 
-Interactions tell which guild a channel belongs to (``seen``); a conversation of a channel
-not seen in one is left to the global list.
+Interactions and plain messages tell which guild a channel belongs to (``seen``); a
+conversation of a channel not seen in either is left to the global list.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ class Guilds:
         self._lists: OrderedDict[int, GuildList] = OrderedDict()  # least recently changed first
 
     def seen(self, channel: str, guild: int | None) -> CommandList:
-        """An interaction came from ``channel`` of ``guild`` (None: a DM): the list to read
-        it with. The channel is remembered as the guild's, for its conversation's commands.
+        """An input came from ``channel`` of ``guild`` (None: a DM): the list to read it
+        with. The channel is remembered as the guild's, for its conversation's commands.
         """
         if guild is None:
             return self.default

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 import hikari
@@ -29,6 +29,25 @@ if TYPE_CHECKING:
     from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
+
+
+class Input(Protocol):
+    """An input as the gateway reads it: an interaction (``Invocation``) or a plain message
+    (plain.py's ``Said``).
+    """
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def conversation(self) -> str: ...  # the Discord channel
+    @property
+    def user(self) -> str: ...
+    @property
+    def guild(self) -> str | None: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def files(self) -> tuple[DiscordFile, ...]: ...
 
 
 class Invocation:
@@ -63,6 +82,8 @@ class Invocation:
             ephemeral=bool(first) and first[0].lower() in host,
         )
         self.message_id = str(interaction.id)
+        self.conversation = self.target.conversation
+        self.user = self.target.user
         self.guild = str(interaction.guild_id) if interaction.guild_id else None
 
 
@@ -113,7 +134,7 @@ class DiscordInputs:
     ) -> tuple[InboundMessage, ReplySink] | None:
         invocation = self.read(interaction, entry.body["interaction"])
         try:
-            return await self._message(invocation), self._sink(invocation)
+            return await self.message(invocation), self._sink(invocation)
         except AttachmentError as exc:
             log.warning("a journaled Discord interaction cannot run again: %s", exc)
             return None
@@ -121,20 +142,20 @@ class DiscordInputs:
     async def drain(self, grace: float) -> None:
         await self._tasks.drain(grace)
 
-    async def _message(self, invocation: Invocation) -> InboundMessage:
-        """The message, its files fetched (AttachmentError when they cannot be)."""
+    async def message(self, said: Input) -> InboundMessage:
+        """The input as a message, its files fetched (AttachmentError when they cannot be)."""
         attachments: tuple[Attachment, ...] = ()
-        if invocation.files:
+        if said.files:
             assert self.session is not None  # made at start
-            attachments = await self.files.fetch(self.session, invocation.files)
+            attachments = await self.files.fetch(self.session, said.files)
         return InboundMessage(
             channel=self.name,
-            conversation=invocation.target.conversation,
-            user=invocation.target.user,
-            text=invocation.text,
-            message_id=invocation.message_id,
+            conversation=said.conversation,
+            user=said.user,
+            text=said.text,
+            message_id=said.message_id,
             attachments=attachments,
-            meta={"guild": invocation.guild},
+            meta={"guild": said.guild},
         )
 
     def _sink(self, invocation: Invocation) -> DiscordSink:
@@ -147,4 +168,4 @@ class DiscordInputs:
 
     async def _handle(self, invocation: Invocation, entry: Entry) -> None:
         sink = self._sink(invocation)
-        await handle_once(self.gateway, self._message(invocation), sink, entry, log)
+        await handle_once(self.gateway, self.message(invocation), sink, entry, log)

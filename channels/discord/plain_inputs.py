@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
-from gateway.inbound import Attachment, InboundMessage, ReplySink
+from gateway.inbound import InboundMessage, ReplySink
 from gateway.state import Entry, StoreUnavailable
 
 from .channel_messages import ChannelMessages
@@ -37,6 +37,7 @@ class PlainInputs:
         """Journal the message and run it in the background; False for a replay, or when the
         store is down (the user is told: Discord does not deliver a message again).
         """
+        self._seen(said)
         claim = f"{self.name}:message:{said.message_id}"
         try:
             entry = await self.gateway.accept(self.name, said.conversation, said.body(), claim)
@@ -52,27 +53,12 @@ class PlainInputs:
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         said = Said.of(entry.body)
+        self._seen(said)
         try:
-            return await self._message(said), self._sink(said)
+            return await self.inputs.message(said), self._sink(said)
         except AttachmentError as exc:
             log.warning("a journaled Discord message cannot run again: %s", exc)
             return None
-
-    async def _message(self, said: Said) -> InboundMessage:
-        """The message, its files fetched (AttachmentError when they cannot be)."""
-        attachments: tuple[Attachment, ...] = ()
-        if said.files:
-            assert self.inputs.session is not None  # made at start
-            attachments = await self.inputs.files.fetch(self.inputs.session, said.files)
-        return InboundMessage(
-            channel=self.name,
-            conversation=said.conversation,
-            user=said.user,
-            text=said.text,
-            message_id=said.message_id,
-            attachments=attachments,
-            meta={"guild": said.guild},
-        )
 
     def _messages(self, said: Said) -> ChannelMessages:
         # No interaction: no application or token; ChannelMessages posts in the channel.
@@ -88,4 +74,10 @@ class PlainInputs:
         )
 
     async def _handle(self, said: Said, entry: Entry) -> None:
-        await handle_once(self.gateway, self._message(said), self._sink(said), entry, log)
+        await handle_once(self.gateway, self.inputs.message(said), self._sink(said), entry, log)
+
+    def _seen(self, said: Said) -> None:
+        """Tell the command sync the channel's guild, as an interaction does: the guild's
+        own command list follows a conversation that began with plain messages too.
+        """
+        self.inputs.commands(said.conversation, int(said.guild) if said.guild else None)

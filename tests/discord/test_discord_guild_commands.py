@@ -17,6 +17,7 @@ from tests.slack.slack_harness import Held, ScriptedRuntime
 from .fake import FakeDiscord, fake_discord
 from .harness import Harness, discord_gateway
 from .interactions import CHANNEL, GUILD, command
+from .plain_harness import ROOM, mentioning, plain_gateway
 
 GO = Command(name="go", description="Go")
 EXTRA = Command(
@@ -52,6 +53,14 @@ async def test_a_remembered_command_is_its_guilds_alone_until_forgotten(gateway_
         await run(h, "forget", "hi")
         await fake.wait(lambda: guild_names(fake, GUILD) == [])  # the guild's own list goes
     assert len(fake.writes("PUT", f"/guilds/{GUILD}/")) == 2
+
+
+async def test_a_conversation_begun_in_plain_messages_gets_its_guilds_list(gateway_server):
+    async with plain_gateway(gateway_server) as p:
+        fake = p.h.fake
+        await p.send(mentioning("/remember hi Hello there"))  # no interaction in ROOM before
+        await fake.wait(lambda: guild_names(fake, GUILD) == ["hi"])
+        assert await run(p.h, "hi", channel=ROOM) == "Hello there"
 
 
 async def test_a_guild_with_the_global_commands_costs_no_call(gateway_server):
