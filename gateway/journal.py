@@ -276,6 +276,14 @@ class Journal:
             await asyncio.sleep(delay)
             delay = min(delay * 2, _POLL_CAP)
 
+    async def release_finished(self, held: Held, entry: Entry) -> None:
+        """A delivered turn's end: its lease let go and its entry dropped, in one step."""
+        entry.state = "done"
+        try:
+            await self.store.release_finished(held.lease, entry)
+        except StoreUnavailable as exc:  # the lease expires by itself
+            log.warning("journal: delivered entry %s not dropped: %s", entry.id, exc)
+
     async def release(self, lease: Lease | Held | None) -> None:
         if isinstance(lease, Held):
             lease = lease.lease

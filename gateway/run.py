@@ -88,6 +88,7 @@ class Runs:
         journal, conversations = self._journal, self._conversations
         held: Held | None = None
         holder: asyncio.Task[None] | None = None
+        delivered = False
         try:
             if not conversations.closing and journal.shared:
                 held = await journal.turn(conv.key, entry, conversations.is_closing)
@@ -110,13 +111,17 @@ class Runs:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await journal.mark(entry, held.lease if held else None)
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
+            delivered = True
         except StoreUnavailable as exc:  # no turn order to be had across replicas
             reply = self._contracts.failed(name, str(exc))
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
+            delivered = True
         finally:
             if holder is not None:
                 holder.cancel()
-            if held is not None:
+            if held is not None and delivered and entry is not None:
+                await journal.release_finished(held, entry)  # one round trip for both
+            elif held is not None:
                 await journal.release(held)
             conv.release()
         if entry is not None:

@@ -223,6 +223,13 @@ class StateStore(ABC):
     async def release(self, lease: Lease) -> None:
         """Let go of a lease that is still ours."""
 
+    async def release_finished(self, lease: Lease, entry: Entry) -> None:
+        """``release(lease)``, then ``finish(entry)``: a delivered turn's end. A shared store
+        does both in one step, so the next turn of the conversation finds both at once.
+        """
+        await self.release(lease)
+        await self.finish(entry)
+
     @abstractmethod
     async def holder(self, name: str) -> str | None:
         """The owner holding ``name`` now, or None."""

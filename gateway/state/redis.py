@@ -116,6 +116,16 @@ redis.call('ZREM', KEYS[4], ARGV[1])
 return 1
 """
 
+# KEYS: lease:<name>, j, js, jseq, jc:<conversation>. ARGV: the lease's value, id
+_RELEASE_FINISHED = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+redis.call('HDEL', KEYS[2], ARGV[2])
+redis.call('HDEL', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[4], ARGV[2])
+redis.call('ZREM', KEYS[5], ARGV[2])
+return 1
+"""
+
 # KEYS: jseq or jc:<conversation>, j, js. Seq, entry and status ('' for none) of each entry.
 _PENDING = """
 local ranked = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
@@ -329,6 +339,13 @@ class RedisStore(StateStore):
     async def release(self, lease: Lease) -> None:
         await self._eval(_RELEASE, [self._k("lease", lease.name)], [f"{lease.token}|{lease.owner}"])
 
+    async def release_finished(self, lease: Lease, entry: Entry) -> None:
+        keys = [
+            self._k("lease", lease.name), self._k("j"), self._k("js"), self._k("jseq"),
+            self._k("jc", entry.conversation),
+        ]  # fmt: skip
+        await self._eval(_RELEASE_FINISHED, keys, [f"{lease.token}|{lease.owner}", entry.id])
+
     async def holder(self, name: str) -> str | None:
         held = await self._do("GET", self._k("lease", name))
         return None if held is None else held.decode().partition("|")[2]
@@ -369,6 +386,6 @@ _SHAS = {
     script: sha1(script)
     for script in (
         _CLAIM, _PUT_CLAIM, _RECALL, _FORGET, _APPEND, _UPDATE, _FINISH, _PENDING, _ACQUIRE,
-        _TURN, _RENEW, _RELEASE,
+        _TURN, _RENEW, _RELEASE, _RELEASE_FINISHED,
     )
 }  # fmt: skip

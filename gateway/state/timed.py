@@ -86,6 +86,9 @@ class TimedStore(StateStore):
     async def release(self, lease: Lease) -> None:
         await self._timed("release", self.inner.release(lease))
 
+    async def release_finished(self, lease: Lease, entry: Entry) -> None:
+        await self._timed("release_finished", self.inner.release_finished(lease, entry))
+
     async def holder(self, name: str) -> str | None:
         return await self._timed("holder", self.inner.holder(name))
 

@@ -153,6 +153,22 @@ async def test_a_turn_waits_for_the_older_inputs_of_its_conversation(store: Stat
     assert after is not None and after.token > turn.token
 
 
+async def test_a_delivered_turn_lets_go_of_its_lease_and_its_entry_at_once(store: StateStore):
+    first = await store.append(entry("c1", "a"), None, 60)
+    second = await store.append(entry("c1", "b"), None, 60)
+    assert first and second
+    name = "conversation:c1"
+    turn = await store.take_turn(name, "r1", 10, "c1", first.seq)
+    assert turn is not None
+    await store.release_finished(turn, first)
+    assert [e.id for e in await store.pending("c1")] == ["b"]
+    after = await store.take_turn(name, "r2", 10, "c1", second.seq)  # the next turn, at once
+    assert after is not None
+    # A lease another replica took meanwhile stays theirs; the entry goes all the same.
+    await store.release_finished(turn, second)
+    assert await store.holder(name) == "r2" and await store.pending("c1") == []
+
+
 async def test_sqlite_keeps_everything_across_reopening(tmp_path: Path):
     path = tmp_path / "state.sqlite3"
     store = SqliteStore(path)
