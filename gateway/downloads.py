@@ -35,7 +35,7 @@ class RemoteFile(Protocol):
     @property
     def size(self) -> int | None: ...
     @property
-    def url(self) -> str | None: ...
+    def url(self) -> str | None: ...  # None: not given (see ``Downloader.locate``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +97,18 @@ class Downloader:
         budget = Budget.of(self.settings)
         return tuple([await self._download(session, item, budget) for item in files])
 
+    async def locate(self, item: RemoteFile, budget: Budget) -> str:
+        """Where ``item`` is downloaded from. A platform that names a file's URL only when
+        asked (Telegram's getFile) says it here, and admits to ``budget`` any size it learns.
+        """
+        if item.url is None:  # Slack: hidden by the plan's limit, or only known to files.info
+            raise not_downloaded(item.name, self.source, "no download link given")
+        return item.url
+
     async def _download(
         self, session: aiohttp.ClientSession, item: RemoteFile, budget: Budget
     ) -> Attachment:
-        if item.url is None:  # Slack: hidden by the plan's limit, or only known to files.info
-            raise not_downloaded(item.name, self.source, "no download link given")
-        url = URL(item.url)
+        url = URL(await self.locate(item, budget))
         if not self.allowed(url):
             refused = f"{url.host} is not a {self.source} file host"
             raise not_downloaded(item.name, self.source, refused)

@@ -3,8 +3,8 @@
 
 Telegram announces each file's size in the update: every limit is checked on those sizes
 before anything is downloaded, then the file is fetched with ``getFile`` and the file download
-path, read no further than the limit allows. The download URL holds the bot token: it never
-appears in an error.
+path by the gateway's downloader (gateway/downloads.py), read no further than the limit
+allows. The download URL holds the bot token: it never appears in an error.
 """
 
 from __future__ import annotations
@@ -12,27 +12,18 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-import aiohttp
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import Message
 
-from gateway.attachments import (
-    Budget,
-    TooLarge,
-    file_name,
-    media_type,
-    not_downloaded,
-    read_capped,
-    size_text,
-)
+from gateway.attachments import Budget, TooLarge, file_name, media_type, not_downloaded, size_text
+from gateway.downloads import Downloader, FileHosts, RemoteFile
 from gateway.inbound import Attachment
 
 from .settings import TelegramSettings
 
 ALBUM_MAX = 10  # items in a media group (Telegram's own limit)
-CHUNK = 64 * 1024
 BOT_API_DOWNLOAD_LIMIT = 20_000_000  # getFile refuses bigger files ("file is too big")
 
 
@@ -44,6 +35,11 @@ class FileRef:
     name: str
     media_type: str
     size: int | None
+
+    @property
+    def url(self) -> None:
+        """Known only once getFile answers (``BotApiFiles.locate``)."""
+        return None
 
 
 def file_refs(message: Message) -> list[FileRef]:
@@ -93,6 +89,7 @@ class TelegramFiles:
     def __init__(self, bot: Bot, settings: TelegramSettings) -> None:
         self.bot = bot
         self.settings = settings
+        self._downloads = BotApiFiles(bot, settings)
         self._albums: dict[tuple[int, str], _Album] = {}
 
     async def collect(self, message: Message) -> tuple[Message, list[FileRef]] | None:
@@ -120,37 +117,34 @@ class TelegramFiles:
 
     async def fetch(self, refs: list[FileRef]) -> tuple[Attachment, ...]:
         """Download the files, within the limits; TooLarge or Unavailable otherwise."""
-        announced = Budget.of(self.settings)
-        for ref in refs:  # every limit, before the first download
-            announced.take(ref.name, ref.size or 0)
-        budget = Budget.of(self.settings)
-        return tuple([await self._download(ref, budget) for ref in refs])
+        assert isinstance(self.bot.session, AiohttpSession)  # the channel's (its connections)
+        return await self._downloads.fetch(await self.bot.session.create_session(), refs)
 
-    async def _download(self, ref: FileRef, budget: Budget) -> Attachment:
+
+class BotApiFiles(Downloader):
+    """Files through the Bot API: ``getFile`` names each one's path (and its size, when the
+    update did not), then the file download path serves it. Only the Bot API server is
+    fetched from; its download URL holds the bot token, and no error text quotes it.
+    """
+
+    def __init__(self, bot: Bot, settings: TelegramSettings) -> None:
+        super().__init__(settings, "Telegram", FileHosts(settings.telegram_api_base))
+        self.bot = bot
+
+    async def locate(self, item: RemoteFile, budget: Budget) -> str:
+        assert isinstance(item, FileRef)  # what TelegramFiles hands over
         try:
-            found = await self.bot.get_file(ref.file_id)
+            found = await self.bot.get_file(item.file_id)
         except TelegramBadRequest as exc:
             if "too big" in exc.message:
                 raise TooLarge(
-                    f"{ref.name} is over the {size_text(BOT_API_DOWNLOAD_LIMIT)} the Telegram "
+                    f"{item.name} is over the {size_text(BOT_API_DOWNLOAD_LIMIT)} the Telegram "
                     "Bot API lets bots download. Nothing was sent to the agent."
                 ) from None
-            raise not_downloaded(ref.name, "Telegram", exc.message) from None
+            raise not_downloaded(item.name, self.source, exc.message) from None
         except TelegramAPIError as exc:
-            raise not_downloaded(ref.name, "Telegram", exc.message) from None
-        budget.admit(ref.name, found.file_size)
+            raise not_downloaded(item.name, self.source, exc.message) from None
+        budget.admit(item.name, found.file_size)
         if not found.file_path:
-            raise not_downloaded(ref.name, "Telegram", "no file path given")
-        url = self.bot.session.api.file_url(self.bot.token, found.file_path)
-        assert isinstance(self.bot.session, AiohttpSession)  # the channel's (its connections)
-        session = await self.bot.session.create_session()
-        timeout = aiohttp.ClientTimeout(total=self.settings.attachment_fetch_timeout)
-        try:  # no error text here quotes the URL: it holds the token
-            async with session.get(url, timeout=timeout) as response:
-                if response.status != 200:
-                    raise not_downloaded(ref.name, "Telegram", f"HTTP {response.status}")
-                budget.admit(ref.name, response.content_length)
-                data = await read_capped(response.content.iter_chunked(CHUNK), ref.name, budget)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise not_downloaded(ref.name, "Telegram", type(exc).__name__) from None
-        return Attachment(ref.name, ref.media_type, data)
+            raise not_downloaded(item.name, self.source, "no file path given")
+        return self.bot.session.api.file_url(self.bot.token, found.file_path)
