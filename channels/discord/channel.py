@@ -28,6 +28,7 @@ from .files import DiscordFiles
 from .inputs import DiscordInputs
 from .listener import Listener, gateway_bot
 from .messages import why
+from .metering import metered_rest, metered_session
 from .permissions import Permissions
 from .plain_inputs import PlainInputs
 from .settings import DiscordSettings
@@ -51,7 +52,10 @@ class DiscordChannel(Channel):
         self.bot = rest_bot(settings)
         rest = self.bot.rest
         assert isinstance(rest, hikari.impl.RESTClientImpl)  # what RESTBot makes
-        self.rest = rest  # started and closed here (RESTBot.start would open its own server)
+        # Started and closed here (RESTBot.start would open its own server); at start, the
+        # channel's own client takes its place: each call counted (metering.py).
+        self.rest = rest
+        self.api: aiohttp.ClientSession | None = None  # the metered client's session
         assert settings.discord_public_key is not None  # rest_bot checked it
         self.sync = CommandSync(
             self.bot.rest, settings.discord_umbrella_command, settings.discord_guild_ids
@@ -87,6 +91,9 @@ class DiscordChannel(Channel):
         document(app, *operations(PATH))
 
     async def start(self) -> None:
+        self.api = metered_session(self._settings, self.gateway.metrics)
+        self.rest = metered_rest(self.bot, self._settings, self.api)
+        self.sync.rest = self.inputs.rest = self.rest
         self.rest.start()
         self.inputs.session = aiohttp.ClientSession()
         self.gateway.subscribe(self.inventory_changed)
@@ -128,6 +135,8 @@ class DiscordChannel(Channel):
         if self.inputs.session is not None:
             await self.inputs.session.close()
         await self.rest.close()
+        if self.api is not None:
+            await self.api.close()
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         if "message" in entry.body:  # a plain message (plain.py), not an interaction
