@@ -109,6 +109,7 @@ class SlackChannel(Channel[SlackSettings]):
         )
         self.outbox.client.session = self.outbox.previews.session = self.outbox.session
         self._inputs.spawn(self._auth.warm_up())
+        await self.pacing.prepare()
         app_token = self.settings.slack_app_token
         if app_token is not None:
             from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler

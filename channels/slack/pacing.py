@@ -43,6 +43,9 @@ class SlackPacing:
         elif method in UPDATES:  # one call per channel in the line: fair between them
             await self.updates.acquire(channel, OFF, urgent)
 
+    async def prepare(self) -> None:
+        await self.updates.budget.prepare()
+
     async def aclose(self) -> None:
         await self.updates.aclose()
 

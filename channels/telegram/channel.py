@@ -155,6 +155,7 @@ class TelegramChannel(Channel[TelegramSettings]):
             raise
 
     async def _start(self) -> None:
+        await self.pacer.budget.prepare()
         self.addressing.know(await self.bot.me())
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)

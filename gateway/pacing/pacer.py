@@ -51,6 +51,8 @@ class Rate:
 class Budget(Protocol):
     """The global limit: ``take`` returns when one more call may go."""
 
+    async def prepare(self) -> None: ...
+
     async def take(self) -> None: ...
 
     async def aclose(self) -> None: ...
@@ -61,6 +63,9 @@ class LocalBudget:
 
     def __init__(self, rate: Rate) -> None:
         self._limiter = rate.limiter()
+
+    async def prepare(self) -> None:
+        return None
 
     async def take(self) -> None:
         if self._limiter is not None:

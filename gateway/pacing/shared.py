@@ -13,11 +13,13 @@ import asyncio
 import logging
 
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from .pacer import LocalBudget, Rate
 
 log = logging.getLogger("slashgate.pacing")
+REDIS_TIMEOUT = 2.0  # seconds one reservation may take before this replica paces alone
 
 # KEYS[1]: the budget; ARGV[1]: microseconds between two calls. Answers the microseconds to
 # wait for the slot it reserved. %.0f: Lua 5.1 would print a time in microseconds as 1.7e+15.
@@ -34,26 +36,45 @@ return slot - us
 
 
 class SharedBudget:
-    def __init__(self, redis: Redis, key: str, rate: Rate) -> None:
-        self._redis = redis
+    def __init__(self, url: str, key: str, rate: Rate) -> None:
+        self._url = url
+        self._redis: Redis | None = None  # made on the loop that uses it, at the first call
+        self._reserve: AsyncScript | None = None
         self._key = key
         self._interval_us = round(rate.interval * 1_000_000)
-        self._script = redis.register_script(_RESERVE)
         self._local = LocalBudget(rate)  # while Redis is out of reach
         self._failing = False
 
-    @classmethod
-    def at(cls, url: str, key: str, rate: Rate) -> SharedBudget:
-        return cls(Redis.from_url(url), key, rate)
+    def _connect(self) -> Redis:
+        if self._redis is None:
+            self._redis = Redis.from_url(self._url)
+            self._reserve = self._redis.register_script(_RESERVE)
+        return self._redis
+
+    def _script(self) -> AsyncScript:
+        self._connect()
+        assert self._reserve is not None  # made with the client
+        return self._reserve
+
+    async def prepare(self) -> None:
+        """Connect and load the script, so that the first reply pays for neither."""
+        try:
+            await self._connect().script_load(_RESERVE)
+        except RedisError as exc:
+            log.warning("pacing: Redis is out of reach for now (%s)", exc)
 
     async def take(self) -> None:
         if self._interval_us <= 0:
             return
         try:
-            wait_us = int(await self._script(keys=[self._key], args=[self._interval_us]))
-        except RedisError as exc:
+            # Shielded: a command cancelled half-way leaves its answer unread on the
+            # connection, and the next caller would wait on it; a reservation made for a
+            # caller that left is a slot unused. Bounded: a Redis that hangs freezes no one.
+            async with asyncio.timeout(REDIS_TIMEOUT):
+                wait_us = await asyncio.shield(self._reserve_slot())
+        except (RedisError, TimeoutError) as exc:
             if not self._failing:
-                log.warning("pacing without Redis (%s): this replica keeps the limit alone", exc)
+                log.warning("pacing without Redis (%r): this replica keeps the limit alone", exc)
             self._failing = True
             await self._local.take()
             return
@@ -61,10 +82,14 @@ class SharedBudget:
         if wait_us > 0:
             await asyncio.sleep(wait_us / 1_000_000)
 
+    async def _reserve_slot(self) -> int:
+        return int(await self._script()(keys=[self._key], args=[self._interval_us]))
+
     async def aclose(self) -> None:
-        await self._redis.aclose()
+        if self._redis is not None:
+            await self._redis.aclose()
 
 
 def budget(url: str | None, key: str, rate: Rate) -> LocalBudget | SharedBudget:
     """The global limit: shared through the Redis at ``url`` (replicas), else this process's."""
-    return LocalBudget(rate) if url is None else SharedBudget.at(url, key, rate)
+    return LocalBudget(rate) if url is None else SharedBudget(url, key, rate)

@@ -119,9 +119,7 @@ async def test_a_retry_after_pauses_its_chat_and_several_pause_the_bot() -> None
 async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path) -> None:
     rate = Rate(50)  # 20 ms apart, whichever replica sends
     async with redis_server(tmp_path) as redis:
-        replicas = [
-            Pacer(SharedBudget.at(redis.url, "slashgate:pacing:test", rate)) for _ in range(2)
-        ]
+        replicas = [Pacer(SharedBudget(redis.url, "slashgate:pacing:test", rate)) for _ in range(2)]
         loop = asyncio.get_running_loop()
         sent: list[float] = []
 
@@ -137,3 +135,19 @@ async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path)
         assert max(sent) - start >= 49 * rate.interval * 0.99
         for pacer in replicas:
             await pacer.aclose()
+
+
+@needs_redis
+async def test_a_caller_cancelled_during_its_redis_reservation_freezes_no_one(
+    tmp_path: Path,
+) -> None:
+    async with redis_server(tmp_path) as redis:
+        pacer = Pacer(SharedBudget(redis.url, "slashgate:pacing:test", Rate(1000)))
+        for _ in range(20):  # the head of the line is inside its Redis call when cancelled
+            waiting = [asyncio.create_task(pacer.acquire(f"chat{i}", OFF)) for i in range(50)]
+            await yield_until(lambda: pacer.waiting > 10)
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
+            await asyncio.wait_for(pacer.acquire("next", OFF), GUARD)
+        await pacer.aclose()
