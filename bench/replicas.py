@@ -65,7 +65,7 @@ class Row:
 @dataclass
 class Options:
     updates: int
-    warmup: int
+    warmup: int | None
     clients: int | None
     fakes: int | None
     connections: int
@@ -80,6 +80,7 @@ async def measure(replicas: int, options: Options, folder: Path) -> Row:
         itertools.cycle(sorted(os.sched_getaffinity(0))) if options.pin else itertools.repeat(None)
     )  # type: ignore[assignment]
     clients = options.clients or math.ceil(replicas / 4)
+    warmup = options.warmup or 200 * replicas
     redis = redis_server(options.redis, folder)
     fakes = Fakes(options.fakes or math.ceil(replicas / 4))
     gateways: list[Proc] = []
@@ -107,11 +108,11 @@ async def measure(replicas: int, options: Options, folder: Path) -> Row:
         urls = [url_of(g) for g in gateways]
         lanes = max(1, options.connections // clients)
 
-        warmup = Load(urls, 1, options.warmup, clients, lanes)
-        await warmup.start([])
-        warmup.go()
-        await warmup.wait()
-        await fakes.replies(options.warmup)
+        warming = Load(urls, 1, warmup, clients, lanes)
+        await warming.start([])
+        warming.go()
+        await warming.wait()
+        await fakes.replies(warmup)
 
         measured = Load(urls, 10_000_000, options.updates, clients, lanes)
         await measured.start(client_cores)
@@ -120,7 +121,7 @@ async def measure(replicas: int, options: Options, folder: Path) -> Row:
         before = [cpu_of(g.pid) for g in gateways], cpu_of(redis.pid), [cpu_of(p) for p in helpers]
         started = measured.go()
         waiting = asyncio.ensure_future(measured.wait())
-        done = await fakes.replies(options.warmup + options.updates)
+        done = await fakes.replies(warmup + options.updates)
         client_cpu = await waiting
         load_done = max(measured.ends)
         elapsed = done - started
@@ -175,7 +176,8 @@ def report(rows: dict[int, list[Row]], options: Options, rounds: int) -> None:
     }
     base = medians[min(medians)].rate
     print(
-        f"replicas on Redis, Telegram /echo ({options.updates} updates after {options.warmup}, "
+        f"replicas on Redis, Telegram /echo ({options.updates} updates after "
+        f"{options.warmup or '200 a replica'}, "
         f"{options.connections} connections a replica, {rounds} round(s): medians; "
         f"{os.cpu_count()} cores{', pinned' if options.pin else ''})"
     )
@@ -214,7 +216,7 @@ if __name__ == "__main__":
     parser.add_argument("updates_", nargs="?", type=int, metavar="updates")
     parser.add_argument("--replicas", default="1,2", help="replica counts, e.g. 1,2,4,8")
     parser.add_argument("--updates", type=int, default=1000, help="per count, after warm-up")
-    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--warmup", type=int, help="updates before (default: 200 a replica)")
     parser.add_argument("--rounds", type=int, default=1, help="the counts in turn, N times")
     parser.add_argument("--clients", type=int, help="load generators (default: replicas/4)")
     parser.add_argument("--fakes", type=int, help="fake Bot APIs (default: replicas/4)")
