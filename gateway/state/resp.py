@@ -22,7 +22,7 @@ import ssl
 import time
 from collections import deque
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import hiredis
 
@@ -110,14 +110,15 @@ class _Connection(asyncio.Protocol):
 
 
 class Resp:
-    """Commands to the Redis at ``url`` (``redis://`` or ``rediss://``, with its user,
-    password and database number if any).
+    """Commands to the Redis at ``url``: ``redis://`` or ``rediss://`` (TLS) with its user,
+    password and database number if any, or ``unix://<socket path>?db=<n>``.
     """
 
     def __init__(self, url: str, timeout: float = 5.0, connect_timeout: float = 2.0) -> None:
         parts = urlsplit(url)
-        if parts.scheme not in ("redis", "rediss"):
-            raise StoreUnavailable(f"Redis: a redis:// or rediss:// URL, not {parts.scheme}://")
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise StoreUnavailable(f"Redis: a redis://, rediss:// or unix:// URL, not {url!r}")
+        self._socket = parts.path if parts.scheme == "unix" else None
         self._host = parts.hostname or "localhost"
         self._port = parts.port or 6379
         self._ssl = ssl.create_default_context() if parts.scheme == "rediss" else None
@@ -125,7 +126,7 @@ class Resp:
         if parts.password is not None:
             user = (unquote(parts.username),) if parts.username else ()
             self._hello.append(_pack("AUTH", *user, unquote(parts.password)))
-        database = parts.path.strip("/")
+        database = parts.path.strip("/") if self._socket is None else _db(parts.query)
         if database not in ("", "0"):
             self._hello.append(_pack("SELECT", database))
         self._timeout = timeout
@@ -175,11 +176,20 @@ class Resp:
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
         async with asyncio.timeout(self._connect_timeout):
-            _, connection = await loop.create_connection(
-                lambda: _Connection(self._timeout), self._host, self._port, ssl=self._ssl
-            )
-        for hello in self._hello:  # AUTH, SELECT: their replies are checked before use
-            await connection.send(hello)
+            if self._socket is not None:
+                _, connection = await loop.create_unix_connection(
+                    lambda: _Connection(self._timeout), self._socket
+                )
+            else:
+                _, connection = await loop.create_connection(
+                    lambda: _Connection(self._timeout), self._host, self._port, ssl=self._ssl
+                )
+        try:
+            for hello in self._hello:  # AUTH, SELECT: their replies are checked before use
+                await connection.send(hello)
+        except BaseException:
+            connection.close()
+            raise
         self._connection = connection
         return connection
 
@@ -188,6 +198,10 @@ class Resp:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+def _db(query: str) -> str:
+    return next((v for k, v in parse_qsl(query) if k == "db"), "")
 
 
 def _pack(*args: Any) -> bytes:
