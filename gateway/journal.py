@@ -179,6 +179,7 @@ class Journal:
     ) -> Held | None:
         """Wait for the conversation's lease, and until every older input of it has been
         answered: its turns then run one at a time, in order, whichever replica took each.
+        ``entry``'s status (its "running" mark) is written with the lease, in the same step.
         None when the store is not shared (one process: its own queue keeps the order).
         """
         if not self.shared:
@@ -187,7 +188,7 @@ class Journal:
         seq = None if entry is None else entry.seq
         while not stop():
             lease = await self.store.take_turn(
-                _turn_name(conversation), self.replica, self.lease_ttl, conversation, seq
+                _turn_name(conversation), self.replica, self.lease_ttl, conversation, seq, entry
             )
             if lease is not None:
                 return Held(lease)

@@ -90,7 +90,10 @@ class Runs:
         holder: asyncio.Task[None] | None = None
         delivered = False
         try:
+            if entry is not None:
+                entry.state, entry.command = "running", name
             if not conversations.closing and journal.shared:
+                # The "running" mark goes with the lease (one round trip for both).
                 held = await journal.turn(conv.key, entry, conversations.is_closing)
             if conversations.closing:
                 reply = self._contracts.failure("generic", name, SHUTTING_DOWN)
@@ -102,9 +105,8 @@ class Runs:
                 turn = Turn(
                     forwarded, agent_name, result.args, message.user, message.attachments, True
                 )
-                if entry is not None:
-                    entry.state, entry.command = "running", name
-                    await journal.mark(entry, held.lease if held else None)
+                if entry is not None and held is None:
+                    await journal.mark(entry)
                 started = self._start(conv, turn, sink, hooks, agent_name or name)
                 reply = started if isinstance(started, Reply) else await started
                 if entry is not None:

@@ -201,18 +201,27 @@ class StateStore(ABC):
         """
 
     async def take_turn(
-        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+        self,
+        name: str,
+        owner: str,
+        ttl: float,
+        conversation: str,
+        seq: int | None,
+        running: Entry | None = None,
     ) -> Lease | None:
         """``acquire(name, owner, ttl)``, only while no input of ``conversation`` older than
         ``seq`` is in the journal (``seq`` None: whatever is): None otherwise, nothing held.
-        A shared store does it in one step.
+        With the lease, ``running``'s status is written as ``update(running, lease)`` does (the
+        turn's "running" mark). A shared store does it all in one step.
         """
         lease = await self.acquire(name, owner, ttl)
-        if lease is None or seq is None:
-            return lease
-        if any(e.seq < seq for e in await self.pending(conversation)):
+        if lease is None:
+            return None
+        if seq is not None and any(e.seq < seq for e in await self.pending(conversation)):
             await self.release(lease)
             return None
+        if running is not None:
+            await self.update(running, lease)
         return lease
 
     @abstractmethod

@@ -141,28 +141,39 @@ end
 return found
 """
 
-_ACQUIRE = """
-local held = redis.call('GET', KEYS[1])
-if held then
-  local token, owner = string.match(held, '^(%d+)|(.*)$')
-  if owner ~= ARGV[1] then return false end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return tonumber(token)
+# KEYS[1], KEYS[2]: lease:<name>, leasen. The fencing token, or false while another holds it.
+_ACQUIRE_FN = """
+local function acquire(owner, ttl)
+  local held = redis.call('GET', KEYS[1])
+  if held then
+    local token, holder = string.match(held, '^(%d+)|(.*)$')
+    if holder ~= owner then return false end
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    return tonumber(token)
+  end
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], token .. '|' .. owner, 'PX', ttl)
+  return token
 end
-local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], token .. '|' .. ARGV[1], 'PX', ARGV[2])
-return token
 """
 
-# KEYS: lease:<name>, leasen, jc:<conversation>. ARGV: owner, ttl ms, seq ('': any order)
+_ACQUIRE = _ACQUIRE_FN + "return acquire(ARGV[1], ARGV[2])"
+
+# KEYS: lease:<name>, leasen, jc:<conversation>, j, js. ARGV: owner, ttl ms, seq ('': any
+# order), the running entry's id ('': none) and its status
 _TURN = (
-    """
+    _ACQUIRE_FN
+    + """
 if ARGV[3] ~= '' then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   if first[2] and tonumber(first[2]) < tonumber(ARGV[3]) then return false end
 end
+local token = acquire(ARGV[1], ARGV[2])
+if token and ARGV[4] ~= '' and redis.call('HEXISTS', KEYS[4], ARGV[4]) == 1 then
+  redis.call('HSET', KEYS[5], ARGV[4], ARGV[5])
+end
+return token
 """
-    + _ACQUIRE
 )
 
 _RENEW = """
@@ -324,10 +335,20 @@ class RedisStore(StateStore):
         return None if token is None else Lease(name, owner, int(token))
 
     async def take_turn(
-        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+        self,
+        name: str,
+        owner: str,
+        ttl: float,
+        conversation: str,
+        seq: int | None,
+        running: Entry | None = None,
     ) -> Lease | None:
-        keys = [self._k("lease", name), self._k("leasen"), self._k("jc", conversation)]
-        args = [owner, int(ttl * 1000), "" if seq is None else seq]
+        keys = [
+            self._k("lease", name), self._k("leasen"), self._k("jc", conversation),
+            self._k("j"), self._k("js"),
+        ]  # fmt: skip
+        marked = ("", "") if running is None else (running.id, await running.encoded_status())
+        args = [owner, int(ttl * 1000), "" if seq is None else seq, *marked]
         token = await self._eval(_TURN, keys, args)
         return None if token is None else Lease(name, owner, int(token))
 

@@ -75,9 +75,15 @@ class TimedStore(StateStore):
         return await self._timed("acquire", self.inner.acquire(name, owner, ttl))
 
     async def take_turn(
-        self, name: str, owner: str, ttl: float, conversation: str, seq: int | None
+        self,
+        name: str,
+        owner: str,
+        ttl: float,
+        conversation: str,
+        seq: int | None,
+        running: Entry | None = None,
     ) -> Lease | None:
-        turn = self.inner.take_turn(name, owner, ttl, conversation, seq)
+        turn = self.inner.take_turn(name, owner, ttl, conversation, seq, running)
         return await self._timed("take_turn", turn)
 
     async def renew(self, lease: Lease, ttl: float) -> bool:

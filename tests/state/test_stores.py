@@ -153,6 +153,21 @@ async def test_a_turn_waits_for_the_older_inputs_of_its_conversation(store: Stat
     assert after is not None and after.token > turn.token
 
 
+async def test_a_turn_taken_marks_its_input_running_in_the_same_step(store: StateStore):
+    first = await store.append(entry("c1", "a"), None, 60)
+    second = await store.append(entry("c1", "b"), None, 60)
+    assert first and second
+    second.state, second.command = "running", "echo"
+    name = "conversation:c1"
+    assert await store.take_turn(name, "r1", 10, "c1", second.seq, second) is None  # "a" first
+    assert [e.state for e in await store.pending("c1")] == ["received", "received"]
+    first.state, first.command = "running", "echo"
+    assert await store.take_turn(name, "r1", 10, "c1", first.seq, first) is not None
+    assert [(e.state, e.command) for e in await store.pending("c1")] == [
+        ("running", "echo"), ("received", None),
+    ]  # fmt: skip
+
+
 async def test_a_delivered_turn_lets_go_of_its_lease_and_its_entry_at_once(store: StateStore):
     first = await store.append(entry("c1", "a"), None, 60)
     second = await store.append(entry("c1", "b"), None, 60)
