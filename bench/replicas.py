@@ -82,7 +82,7 @@ async def measure(replicas: int, options: Options, folder: Path) -> Row:
     clients = options.clients or math.ceil(replicas / 4)
     warmup = options.warmup or 200 * replicas
     redis = redis_server(options.redis, folder)
-    fakes = Fakes(options.fakes or math.ceil(replicas / 4))
+    fakes = Fakes(options.fakes or math.ceil(replicas / 2))
     gateways: list[Proc] = []
     spies: list[asyncio.subprocess.Process] = []
     try:
@@ -219,7 +219,7 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, help="updates before (default: 200 a replica)")
     parser.add_argument("--rounds", type=int, default=1, help="the counts in turn, N times")
     parser.add_argument("--clients", type=int, help="load generators (default: replicas/4)")
-    parser.add_argument("--fakes", type=int, help="fake Bot APIs (default: replicas/4)")
+    parser.add_argument("--fakes", type=int, help="fake Bot APIs (default: replicas/2)")
     parser.add_argument("--connections", type=int, default=16, help="per replica, in all")
     parser.add_argument("--pin", action="store_true", help="each process on a core")
     parser.add_argument("--redis-server", help="the binary (else SLASHGATE_REDIS_SERVER)")
