@@ -67,9 +67,11 @@ class SharedBudget:
         if self._interval_us <= 0:
             return
         try:
-            # Shielded: a command cancelled half-way leaves its answer unread on the
-            # connection, and the next caller would wait on it; a reservation made for a
-            # caller that left is a slot unused. Bounded: a Redis that hangs freezes no one.
+            # Shielded: on Python 3.11, redis-py's write (asyncio.wait_for) loses a cancel
+            # that comes just as it completes, and a cancelled preview went on streaming while
+            # its final reply waited for it to end (tests/pacing); the caller's cancel lands on
+            # the shield instead, and the slot reserved for it goes unused. Bounded: a Redis
+            # that hangs holds no reply for long.
             async with asyncio.timeout(REDIS_TIMEOUT):
                 wait_us = await asyncio.shield(self._reserve_slot())
         except (RedisError, TimeoutError) as exc:

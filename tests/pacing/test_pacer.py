@@ -151,3 +151,29 @@ async def test_a_caller_cancelled_during_its_redis_reservation_freezes_no_one(
             await asyncio.gather(*waiting, return_exceptions=True)
             await asyncio.wait_for(pacer.acquire("next", OFF), GUARD)
         await pacer.aclose()
+
+
+@needs_redis
+async def test_a_caller_cancelled_at_any_point_of_its_redis_reservation_ends_cancelled(
+    tmp_path: Path,
+) -> None:
+    # On Python 3.11, redis-py writes a command through asyncio.wait_for, which returns as if
+    # nothing happened when its caller is cancelled just as the write completes. A preview
+    # that went on after its cancel would stream forever, and the final reply, which waits
+    # for it to end, would never go (the replicas' test froze so).
+    async with redis_server(tmp_path) as redis:
+        budget = SharedBudget(redis.url, "slashgate:pacing:test", Rate(100_000))
+        await budget.prepare()
+        pacer = Pacer(budget)
+        cancelled = 0
+        for turns in range(10_000):  # cancelled after 0, 1, 2... turns of the loop
+            caller = asyncio.create_task(pacer.acquire("chat", OFF))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            if not caller.cancel():
+                break  # it went before its cancel: every await on its way was tried
+            await asyncio.wait([caller], timeout=GUARD)
+            assert caller.cancelled(), f"a cancel after {turns} turns was lost"
+            cancelled += 1
+        assert cancelled > 3  # the Redis call was among the awaits tried
+        await pacer.aclose()
