@@ -4,7 +4,7 @@ on the channel's session, Web API and response_url alike) and each retry slack_s
 
 from __future__ import annotations
 
-from aiohttp import ClientHandlerType, ClientMiddlewareType, ClientRequest, ClientResponse
+from aiohttp import ClientMiddlewareType
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
@@ -12,6 +12,7 @@ from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.metrics import Metrics, http_outcome
+from gateway.metrics import counted as count_attempts
 
 PLATFORM = "slack"
 
@@ -23,22 +24,10 @@ def method_of(url: str, base: str) -> str:
 
 def counted(metrics: Metrics, base: str) -> ClientMiddlewareType:
     """For the channel's ClientSession: one count per HTTP attempt, by outcome (HTTP level:
-    Slack answers its API errors with 200 and ``ok: false``, counted as ``ok`` here). A
-    middleware, not an aiohttp trace: a trace costs about 30 us per call (its signals and
-    their parameters at every step of the request), this one call.
+    Slack answers its API errors with 200 and ``ok: false``, counted as ``ok`` here; a
+    cancelled call is not counted).
     """
-
-    async def middleware(request: ClientRequest, handler: ClientHandlerType) -> ClientResponse:
-        try:
-            response = await handler(request)
-        except BaseException:  # as the trace's on_request_exception: whatever ended the call
-            metrics.platform_request(PLATFORM, method_of(str(request.url), base), "network_error")
-            raise
-        outcome = http_outcome(response.status)
-        metrics.platform_request(PLATFORM, method_of(str(request.url), base), outcome)
-        return response
-
-    return middleware
+    return count_attempts(metrics, PLATFORM, lambda request: method_of(str(request.url), base))
 
 
 class CountedRetry(AsyncRetryHandler):
