@@ -29,163 +29,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
 
+from . import redis_scripts as scripts
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
-from .resp import Resp, sha1
+from .resp import Resp
 
 T = TypeVar("T")
-
-# KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
-_CLAIM_FN = """
-local function claim(key, value, now, ttl, max)
-  local expiry = redis.call('ZSCORE', KEYS[1], key)
-  if expiry and tonumber(expiry) > now then return redis.call('HGET', KEYS[2], key) end
-  redis.call('ZADD', KEYS[1], now + ttl, key)
-  redis.call('HSET', KEYS[2], key, value)
-  local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 64)
-  local extra = redis.call('ZCARD', KEYS[1]) - #old - max
-  if extra > 0 then
-    for _, k in ipairs(redis.call('ZRANGE', KEYS[1], #old, #old + extra - 1)) do
-      table.insert(old, k)
-    end
-  end
-  for _, k in ipairs(old) do
-    redis.call('ZREM', KEYS[1], k)
-    redis.call('HDEL', KEYS[2], k)
-  end
-  return false
-end
-"""
-
-# ARGV: key, value, now, ttl, max claims
-_CLAIM = (
-    _CLAIM_FN
-    + "return claim(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))"
-)
-
-# KEYS: claims, claimv. ARGV: key, now. The value held, or false.
-_RECALL = """
-local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not expiry or tonumber(expiry) <= tonumber(ARGV[2]) then return false end
-return redis.call('HGET', KEYS[2], ARGV[1])
-"""
-
-_FORGET = """
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-return 1
-"""
-
-_PUT_CLAIM = """
-redis.call('ZADD', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return 1
-"""
-
-# KEYS: claims, claimv, j, jseq, jseqn, jc:<conversation>
-# ARGV: claim key ('' for none), now, ttl, max claims, id, entry, claim value
-_APPEND = (
-    _CLAIM_FN
-    + """
-if ARGV[1] ~= '' and claim(ARGV[1], ARGV[7], tonumber(ARGV[2]), tonumber(ARGV[3]),
-                           tonumber(ARGV[4])) then
-  return false
-end
-local seq = redis.call('INCR', KEYS[5])
-redis.call('HSET', KEYS[3], ARGV[5], ARGV[6])
-redis.call('ZADD', KEYS[4], seq, ARGV[5])
-redis.call('ZADD', KEYS[6], seq, ARGV[5])
-return seq
-"""
-)
-
-# KEYS: j, js, the fencing lease (or any key). ARGV: id, status, the lease's value ('': none)
-_UPDATE = """
-if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return 0 end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-end
-return 1
-"""
-
-# KEYS: j, js, jseq, jc:<conversation>. ARGV: id
-_FINISH = """
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-return 1
-"""
-
-# KEYS: lease:<name>, j, js, jseq, jc:<conversation>. ARGV: the lease's value, id
-_RELEASE_FINISHED = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-redis.call('HDEL', KEYS[2], ARGV[2])
-redis.call('HDEL', KEYS[3], ARGV[2])
-redis.call('ZREM', KEYS[4], ARGV[2])
-redis.call('ZREM', KEYS[5], ARGV[2])
-return 1
-"""
-
-# KEYS: jseq or jc:<conversation>, j, js. Seq, entry and status ('' for none) of each entry.
-_PENDING = """
-local ranked = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local found = {}
-for i = 1, #ranked, 2 do
-  local entry = redis.call('HGET', KEYS[2], ranked[i])
-  if entry then
-    table.insert(found, ranked[i + 1])
-    table.insert(found, entry)
-    table.insert(found, redis.call('HGET', KEYS[3], ranked[i]) or '')
-  end
-end
-return found
-"""
-
-# KEYS[1], KEYS[2]: lease:<name>, leasen. The fencing token, or false while another holds it.
-_ACQUIRE_FN = """
-local function acquire(owner, ttl)
-  local held = redis.call('GET', KEYS[1])
-  if held then
-    local token, holder = string.match(held, '^(%d+)|(.*)$')
-    if holder ~= owner then return false end
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    return tonumber(token)
-  end
-  local token = redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], token .. '|' .. owner, 'PX', ttl)
-  return token
-end
-"""
-
-_ACQUIRE = _ACQUIRE_FN + "return acquire(ARGV[1], ARGV[2])"
-
-# KEYS: lease:<name>, leasen, jc:<conversation>, j, js. ARGV: owner, ttl ms, seq ('': any
-# order), the running entry's id ('': none) and its status
-_TURN = (
-    _ACQUIRE_FN
-    + """
-if ARGV[3] ~= '' then
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if first[2] and tonumber(first[2]) < tonumber(ARGV[3]) then return false end
-end
-local token = acquire(ARGV[1], ARGV[2])
-if token and ARGV[4] ~= '' and redis.call('HEXISTS', KEYS[4], ARGV[4]) == 1 then
-  redis.call('HSET', KEYS[5], ARGV[4], ARGV[5])
-end
-return token
-"""
-)
-
-_RENEW = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-"""
-
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-"""
 
 
 class RedisStore(StateStore):
@@ -244,7 +92,7 @@ class RedisStore(StateStore):
     async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
         # By its SHA1 (EVALSHA), sent whole when the server does not know it (restarted).
         try:
-            return await self.resp.script(script, _SHAS[script], keys, args)
+            return await self.resp.script(script, scripts.SHAS[script], keys, args)
         except hiredis.ReplyError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
@@ -270,19 +118,23 @@ class RedisStore(StateStore):
 
     async def claim(self, key: str, value: Any, ttl: float) -> tuple[bool, Any | None]:
         held = await self._eval(
-            _CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl, self.max_claims]
+            scripts.CLAIM,
+            self._claim_keys(),
+            [key, encode(value), time.time(), ttl, self.max_claims],
         )
         return (True, None) if held is None else (False, json.loads(held))
 
     async def recall(self, key: str) -> Any | None:
-        raw = await self._eval(_RECALL, self._claim_keys(), [key, time.time()])
+        raw = await self._eval(scripts.RECALL, self._claim_keys(), [key, time.time()])
         return None if raw is None else await decode(raw)
 
     async def remember(self, key: str, value: Any, ttl: float) -> None:
-        await self._eval(_PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl])
+        await self._eval(
+            scripts.PUT_CLAIM, self._claim_keys(), [key, encode(value), time.time(), ttl]
+        )
 
     async def forget(self, key: str) -> None:
-        await self._eval(_FORGET, self._claim_keys(), [key])
+        await self._eval(scripts.FORGET, self._claim_keys(), [key])
 
     # -- the journal -----------------------------------------------------------------------
 
@@ -298,7 +150,7 @@ class RedisStore(StateStore):
         ]
         encoded = await entry.encoded()
         args = [claim or "", time.time(), ttl, self.max_claims, entry.id, encoded, encode(value)]
-        seq = await self._eval(_APPEND, keys, args)
+        seq = await self._eval(scripts.APPEND, keys, args)
         if seq is None:
             return None
         entry.seq = int(seq)  # as written: not decoded back from what was just encoded
@@ -308,16 +160,18 @@ class RedisStore(StateStore):
         lease_key = self._k("lease", fence.name) if fence else self._k("j")
         held = f"{fence.token}|{fence.owner}" if fence else ""
         keys = [self._k("j"), self._k("js"), lease_key]
-        done = await self._eval(_UPDATE, keys, [entry.id, await entry.encoded_status(), held])
+        done = await self._eval(
+            scripts.UPDATE, keys, [entry.id, await entry.encoded_status(), held]
+        )
         return bool(done)
 
     async def finish(self, entry: Entry) -> None:
         keys = [self._k("j"), self._k("js"), self._k("jseq"), self._k("jc", entry.conversation)]
-        await self._eval(_FINISH, keys, [entry.id])
+        await self._eval(scripts.FINISH, keys, [entry.id])
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
         index = self._k("jseq") if conversation is None else self._k("jc", conversation)
-        found = await self._eval(_PENDING, [index, self._k("j"), self._k("js")], [])
+        found = await self._eval(scripts.PENDING, [index, self._k("j"), self._k("js")], [])
         entries = []
         for n in range(0, len(found), 3):  # oldest first
             seq, record, status = found[n : n + 3]
@@ -330,7 +184,7 @@ class RedisStore(StateStore):
 
     async def acquire(self, name: str, owner: str, ttl: float) -> Lease | None:
         token = await self._eval(
-            _ACQUIRE, [self._k("lease", name), self._k("leasen")], [owner, int(ttl * 1000)]
+            scripts.ACQUIRE, [self._k("lease", name), self._k("leasen")], [owner, int(ttl * 1000)]
         )
         return None if token is None else Lease(name, owner, int(token))
 
@@ -349,23 +203,27 @@ class RedisStore(StateStore):
         ]  # fmt: skip
         marked = ("", "") if running is None else (running.id, await running.encoded_status())
         args = [owner, int(ttl * 1000), "" if seq is None else seq, *marked]
-        token = await self._eval(_TURN, keys, args)
+        token = await self._eval(scripts.TURN, keys, args)
         return None if token is None else Lease(name, owner, int(token))
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         held = f"{lease.token}|{lease.owner}"
-        done = await self._eval(_RENEW, [self._k("lease", lease.name)], [held, int(ttl * 1000)])
+        done = await self._eval(
+            scripts.RENEW, [self._k("lease", lease.name)], [held, int(ttl * 1000)]
+        )
         return bool(done)
 
     async def release(self, lease: Lease) -> None:
-        await self._eval(_RELEASE, [self._k("lease", lease.name)], [f"{lease.token}|{lease.owner}"])
+        await self._eval(
+            scripts.RELEASE, [self._k("lease", lease.name)], [f"{lease.token}|{lease.owner}"]
+        )
 
     async def release_finished(self, lease: Lease, entry: Entry) -> None:
         keys = [
             self._k("lease", lease.name), self._k("j"), self._k("js"), self._k("jseq"),
             self._k("jc", entry.conversation),
         ]  # fmt: skip
-        await self._eval(_RELEASE_FINISHED, keys, [f"{lease.token}|{lease.owner}", entry.id])
+        await self._eval(scripts.RELEASE_FINISHED, keys, [f"{lease.token}|{lease.owner}", entry.id])
 
     async def holder(self, name: str) -> str | None:
         held = await self._do("GET", self._k("lease", name))
@@ -401,12 +259,3 @@ async def _shielded(step: asyncio.Future[T]) -> T:
         return await asyncio.shield(step)
     except (RedisError, OSError) as exc:
         raise StoreUnavailable(f"Redis: {exc}") from exc
-
-
-_SHAS = {
-    script: sha1(script)
-    for script in (
-        _CLAIM, _PUT_CLAIM, _RECALL, _FORGET, _APPEND, _UPDATE, _FINISH, _PENDING, _ACQUIRE,
-        _TURN, _RENEW, _RELEASE, _RELEASE_FINISHED,
-    )
-}  # fmt: skip
