@@ -1,12 +1,15 @@
 """What goes to a channel waits for its turn under Slack's limits (docs/rate-limits.md): about
 one message a second per channel (chat.postMessage), chat.update in Tier 3 (about 50 a minute
 for the workspace). The Web API clients pace their own calls: the ``previews`` client's are
-not urgent, so final replies go first. A 429 is waited out by the call that got it
-(``web.RetryAfterHandler``).
+not urgent, so final replies go first. A 429 pauses its channel's lane for the Retry-After
+(every call to that channel waits, the call that got it included: ``web.RetryAfterHandler``
+asks ``flooded``); 429s in several channels at once pause them all (``Pacer.pause``).
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import FormData
@@ -22,6 +25,17 @@ UPDATES = frozenset({"chat.update"})  # Tier 3, the whole workspace
 OFF = Rate(0)
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    method: str
+    channel: str
+    urgent: bool
+
+
+# The paced call in flight in this task: slack_sdk's retry handlers see only its URL.
+_IN_FLIGHT: ContextVar[_Call | None] = ContextVar("slashgate_slack_paced_call", default=None)
+
+
 class SlackPacing:
     def __init__(self, settings: SlackSettings) -> None:
         self.per_channel = Rate(settings.slack_rate_channel)
@@ -35,13 +49,32 @@ class SlackPacing:
             )
         )
 
-    async def pace(self, method: str, channel: str | None, urgent: bool) -> None:
-        if channel is None:
-            return
+    def _lane(self, method: str) -> tuple[Pacer, Rate] | None:
         if method in POSTS:
-            await self.posts.acquire(channel, self.per_channel, urgent)
-        elif method in UPDATES:  # one call per channel in the line: fair between them
-            await self.updates.acquire(channel, OFF, urgent)
+            return self.posts, self.per_channel
+        if method in UPDATES:  # one call per channel in the line: fair between them
+            return self.updates, OFF
+        return None
+
+    async def pace(self, method: str, channel: str, urgent: bool) -> None:
+        lane = self._lane(method)
+        if lane is not None:
+            pacer, rate = lane
+            await pacer.acquire(channel, rate, urgent)
+
+    async def flooded(self, seconds: float) -> bool:
+        """A 429 for the call in flight: when it is paced, its channel is paused for
+        ``seconds`` and its next attempt waits for its turn there (True); else False, and
+        the caller waits itself.
+        """
+        call = _IN_FLIGHT.get()
+        lane = None if call is None else self._lane(call.method)
+        if call is None or lane is None:
+            return False
+        pacer, rate = lane
+        pacer.pause(call.channel, seconds)
+        await pacer.acquire(call.channel, rate, call.urgent)
+        return True
 
     async def prepare(self) -> None:
         await self.updates.budget.prepare()
@@ -69,9 +102,14 @@ class PacedWebClient(AsyncWebClient):
         auth: dict[str, Any] | None = None,
     ) -> AsyncSlackResponse:
         given = [d for d in (json, data, params) if isinstance(d, dict) and d.get("channel")]
-        channel = str(given[0]["channel"]) if given else None
-        await self.pacing.pace(api_method, channel, self.urgent)
-        return await super().api_call(
-            api_method, http_verb=http_verb, files=files, data=data, params=params, json=json,
-            headers=headers, auth=auth,
-        )  # fmt: skip
+        call = _Call(api_method, str(given[0]["channel"]), self.urgent) if given else None
+        if call is not None:
+            await self.pacing.pace(call.method, call.channel, call.urgent)
+        token = _IN_FLIGHT.set(call)
+        try:
+            return await super().api_call(
+                api_method, http_verb=http_verb, files=files, data=data, params=params,
+                json=json, headers=headers, auth=auth,
+            )  # fmt: skip
+        finally:
+            _IN_FLIGHT.reset(token)

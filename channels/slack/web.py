@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import (
@@ -67,15 +68,28 @@ class _Waiting(AsyncRetryHandler):
         error: Exception | None = None,
     ) -> None:
         state.next_attempt_requested = True
-        await asyncio.sleep(self.wait(state, response))
+        await self.pause(self.wait(state, response))
         state.increment_current_attempt()
+
+    async def pause(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
 
 class RetryAfterHandler(_Waiting, AsyncRateLimitErrorRetryHandler):
-    """Waits exactly the ``Retry-After`` Slack asks for (the built-in adds up to a second)."""
+    """Waits exactly the ``Retry-After`` Slack asks for (the built-in adds up to a second);
+    a paced call's whole channel waits with it (``SlackPacing.flooded``).
+    """
+
+    def __init__(self, flooded: Callable[[float], Awaitable[bool]] | None = None) -> None:
+        super().__init__(max_retry_count=MAX_RATE_LIMIT_RETRIES)
+        self.flooded = flooded
 
     def wait(self, state: RetryState, response: HttpResponse | None) -> float:
         return 1.0 if response is None else retry_after(response.headers)
+
+    async def pause(self, seconds: float) -> None:
+        if self.flooded is None or not await self.flooded(seconds):
+            await asyncio.sleep(seconds)
 
 
 def retry_after(headers: dict[str, Any]) -> float:
@@ -144,9 +158,14 @@ def transient(method: str, response: HttpResponse | None, error: Exception | Non
     return None
 
 
-def retry_handlers(policy: Backoff | None) -> list[AsyncRetryHandler]:
-    """Flood control always; transient failures too when a ``policy`` is given."""
-    handlers: list[AsyncRetryHandler] = [RetryAfterHandler(max_retry_count=MAX_RATE_LIMIT_RETRIES)]
+def retry_handlers(
+    policy: Backoff | None, pacing: SlackPacing | None = None
+) -> list[AsyncRetryHandler]:
+    """Flood control always (with ``pacing``, a 429 pauses its channel); transient failures
+    too when a ``policy`` is given.
+    """
+    flooded = None if pacing is None else pacing.flooded
+    handlers: list[AsyncRetryHandler] = [RetryAfterHandler(flooded)]
     if policy is not None:
         handlers.append(TransientErrorHandler(policy))
     return handlers
@@ -159,7 +178,7 @@ def web_client(
     failure drops the call; with ``pacing``, its calls keep Slack's limits (previews last).
     """
     url = base_url if base_url.endswith("/") else base_url + "/"
-    handlers = retry_handlers(RETRY if persistent else None)
+    handlers = retry_handlers(RETRY if persistent else None, pacing)
     common: dict[str, Any] = {
         "token": token, "base_url": url, "retry_handlers": handlers, "logger": client_log
     }  # fmt: skip
