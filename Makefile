@@ -45,7 +45,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/journal.py
+	$(BIN)/python bench/stores.py
 	$(BIN)/python bench/replicas.py
+	$(BIN)/python bench/pacing.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
 
