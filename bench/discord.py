@@ -32,7 +32,6 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +42,12 @@ from nacl.signing import SigningKey
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.load import Server, cpu_seconds  # noqa: E402
+
 TOKEN = "bench-discord-token"
 APPLICATION = "4242"
-TICKS = os.sysconf("SC_CLK_TCK")
 REPLY_WAIT = 30.0  # seconds: a reply that takes longer means the server is broken
 USER = {"id": "111", "username": "bench", "discriminator": "0", "avatar": None}
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, all its threads, in seconds."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5)
 
 
 # -- the fake Discord REST API (in the bench's process: its CPU is never the server's) ------
@@ -213,27 +206,10 @@ async def serve(kind: str, api: str, public_key: str) -> None:
     await runner.cleanup()
 
 
-@dataclass
-class Server:
-    kind: str
-    process: asyncio.subprocess.Process
-    url: str
-
-    @classmethod
-    async def start(cls, kind: str, api: str, public_key: str) -> Server:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, str(Path(__file__)), "serve", kind, api, public_key,
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 60)
-        if not line.startswith(b"listening on "):
-            raise RuntimeError(f"the {kind} server did not start")
-        return cls(kind, process, line.decode().split()[-1])
-
-    async def stop(self) -> None:
-        self.process.terminate()
-        await self.process.wait()
+async def start(kind: str, api: str, public_key: str) -> Server:
+    """The slashgate or hikari server of this bench in a process of its own."""
+    script = [str(Path(__file__)), "serve", kind, api, public_key]
+    return await Server.spawn(kind, script, dict(os.environ))
 
 
 # -- the load ------------------------------------------------------------------------------
@@ -305,8 +281,8 @@ async def bench(args: argparse.Namespace) -> None:
     fake = FakeDiscord()
     await fake.start()
     servers = [
-        await Server.start("slashgate", fake.url, public_key),
-        await Server.start("hikari", fake.url, public_key),
+        await start("slashgate", fake.url, public_key),
+        await start("hikari", fake.url, public_key),
     ]
     cpu: dict[str, list[float]] = {s.kind: [] for s in servers}
     rate: dict[str, list[float]] = {s.kind: [] for s in servers}

@@ -43,10 +43,15 @@ class Server:
 
     @classmethod
     async def start(cls, kind: str, api: str = "", store: str = "memory") -> Server:
+        script = [str(ROOT / "bench" / "servers.py"), kind, api]
+        return await cls.spawn(kind, script, {**os.environ, "BENCH_STORE": store})
+
+    @classmethod
+    async def spawn(cls, kind: str, script: list[str], env: dict[str, str]) -> Server:
+        """Python running ``script``, which says "listening on <url>" once it serves."""
         process = await asyncio.create_subprocess_exec(
-            sys.executable, str(ROOT / "bench" / "servers.py"), kind, api,
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE, env={**os.environ, "BENCH_STORE": store},
-        )  # fmt: skip
+            sys.executable, *script, cwd=ROOT, stdout=asyncio.subprocess.PIPE, env=env
+        )
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), 60)
         if not line.startswith(b"listening on "):
