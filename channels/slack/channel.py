@@ -52,7 +52,7 @@ class SlackChannel(Channel[SlackSettings]):
         secret = settings.slack_signing_secret.get_secret_value()
         debug = settings.log_level.upper() == "DEBUG"
         client_log.setLevel(logging.DEBUG if debug else logging.INFO)
-        self.pacing = SlackPacing(settings)
+        self.pacing = SlackPacing(settings, gateway.store)
         self.outbox = Outbox(
             web_client(settings.slack_api_base, token, pacing=self.pacing),
             web_client(settings.slack_api_base, token, persistent=False, pacing=self.pacing),

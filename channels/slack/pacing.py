@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from gateway.pacing import LocalBudget, Pacer, Rate, budget
+from gateway.state import StateStore
 
 from .settings import SlackSettings
 
@@ -37,13 +38,12 @@ _IN_FLIGHT: ContextVar[_Call | None] = ContextVar("slashgate_slack_paced_call", 
 
 
 class SlackPacing:
-    def __init__(self, settings: SlackSettings) -> None:
+    def __init__(self, settings: SlackSettings, store: StateStore) -> None:
         self.per_channel = Rate(settings.slack_rate_channel)
         self.posts = Pacer(LocalBudget(OFF))
-        shared = settings.redis_url if settings.store == "redis" else None
         self.updates = Pacer(
             budget(
-                shared.get_secret_value() if shared else None,
+                store,
                 f"{settings.redis_prefix}pacing:slack:chat.update",
                 Rate(settings.slack_rate_update, 60.0),
             )

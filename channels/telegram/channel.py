@@ -65,7 +65,7 @@ class TelegramChannel(Channel[TelegramSettings]):
             timeout=settings.platform_timeout,
         )
         token = settings.telegram_token.get_secret_value()
-        self.pacer = Pacer(self._budget(settings, token.partition(":")[0]))
+        self.pacer = Pacer(self._budget(gateway, settings, token.partition(":")[0]))
         self.pacing = TelegramPacing(self.pacer, settings)
         session.middleware(Requests(self.pacing.flooded))
         session.middleware(Paced(self.pacing))
@@ -99,11 +99,10 @@ class TelegramChannel(Channel[TelegramSettings]):
         self._leading: asyncio.Task[None] | None = None
 
     @staticmethod
-    def _budget(settings: TelegramSettings, bot_id: str) -> Budget:
+    def _budget(gateway: Gateway, settings: TelegramSettings, bot_id: str) -> Budget:
         """The bot's global limit: shared through Redis by the replicas of a Redis store."""
-        shared = settings.redis_url if settings.store == "redis" else None
         return budget(
-            shared.get_secret_value() if shared else None,
+            gateway.store,
             f"{settings.redis_prefix}pacing:telegram:{bot_id}",
             Rate(settings.telegram_rate_global),
         )

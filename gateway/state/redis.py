@@ -90,9 +90,14 @@ class RedisStore(StateStore):
             raise StoreUnavailable(f"Redis: {exc}") from exc
 
     async def _eval(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        # By its SHA1 (EVALSHA), sent whole when the server does not know it (restarted).
+        return await self.run_script(script, scripts.SHAS[script], keys, args)
+
+    async def run_script(self, source: str, sha: str, keys: list[str], args: list[Any]) -> Any:
+        """Another module's Lua script (the pacing's shared budget) on the store's connection:
+        by its SHA1, sent whole where Redis does not know it; ``StoreUnavailable`` on failure.
+        """
         try:
-            return await self.resp.script(script, scripts.SHAS[script], keys, args)
+            return await self.resp.script(source, sha, keys, args)
         except hiredis.ReplyError as exc:
             raise StoreUnavailable(f"Redis: {exc}") from exc
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gateway.pacing import LocalBudget, Pacer, Rate, SharedBudget
 from gateway.pacing.gate import Gate
+from tests.pacing.redis import opened
 from tests.redis_server import needs_redis, redis_server
 
 GUARD = 30.0  # seconds: a frozen pacer fails here instead of hanging the run
@@ -118,8 +119,10 @@ async def test_a_retry_after_pauses_its_chat_and_several_pause_the_bot() -> None
 @needs_redis
 async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path) -> None:
     rate = Rate(50)  # 20 ms apart, whichever replica sends
-    async with redis_server(tmp_path) as redis:
-        replicas = [Pacer(SharedBudget(redis.url, "slashgate:pacing:test", rate)) for _ in range(2)]
+    async with redis_server(tmp_path) as redis, opened(redis.url) as one, opened(redis.url) as two:
+        replicas = [
+            Pacer(SharedBudget(store, "slashgate:pacing:test", rate)) for store in (one, two)
+        ]
         loop = asyncio.get_running_loop()
         sent: list[float] = []
 
@@ -141,8 +144,8 @@ async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path)
 async def test_a_caller_cancelled_during_its_redis_reservation_freezes_no_one(
     tmp_path: Path,
 ) -> None:
-    async with redis_server(tmp_path) as redis:
-        pacer = Pacer(SharedBudget(redis.url, "slashgate:pacing:test", Rate(1000)))
+    async with redis_server(tmp_path) as redis, opened(redis.url) as store:
+        pacer = Pacer(SharedBudget(store, "slashgate:pacing:test", Rate(1000)))
         for _ in range(20):  # the head of the line is inside its Redis call when cancelled
             waiting = [asyncio.create_task(pacer.acquire(f"chat{i}", OFF)) for i in range(50)]
             await yield_until(lambda: pacer.waiting > 10)
@@ -157,12 +160,13 @@ async def test_a_caller_cancelled_during_its_redis_reservation_freezes_no_one(
 async def test_a_caller_cancelled_at_any_point_of_its_redis_reservation_ends_cancelled(
     tmp_path: Path,
 ) -> None:
-    # On Python 3.11, redis-py writes a command through asyncio.wait_for, which returns as if
-    # nothing happened when its caller is cancelled just as the write completes. A preview
-    # that went on after its cancel would stream forever, and the final reply, which waits
-    # for it to end, would never go (the replicas' test froze so).
-    async with redis_server(tmp_path) as redis:
-        budget = SharedBudget(redis.url, "slashgate:pacing:test", Rate(100_000))
+    # The reservation's client must keep its caller's cancel: on Python 3.11 redis-py wrote a
+    # command through asyncio.wait_for, which returned as if nothing happened when its caller
+    # was cancelled just as the write completed. A preview that went on after its cancel
+    # streamed forever, and the final reply, which waits for it to end, never went (the
+    # replicas' test froze so). The budget now runs on the store's client (resp.py).
+    async with redis_server(tmp_path) as redis, opened(redis.url) as store:
+        budget = SharedBudget(store, "slashgate:pacing:test", Rate(100_000))
         await budget.prepare()
         pacer = Pacer(budget)
         cancelled = 0
