@@ -1,5 +1,6 @@
 """The Redis store's own client (gateway/state/resp.py) where a real redis-server alone does
-not show it: a server that never answers, and the database a URL names.
+not show it: a server that never answers, the database a URL names, and a caller cancelled
+at any point of a command.
 """
 
 from __future__ import annotations
@@ -58,3 +59,29 @@ async def test_the_database_the_url_names_is_the_one_used(tmp_path: Path):
         finally:
             for store in (three, zero, again):
                 await store.close()
+
+
+@needs_redis
+async def test_a_caller_cancelled_at_any_point_of_a_command_ends_cancelled(tmp_path: Path):
+    # The pacing's shared budget relies on it (no shield): a cancel lost mid-command kept a
+    # cancelled preview streaming and its final reply waiting (tests/pacing).
+    async with redis_server(tmp_path) as server:
+        connected = Resp(server.url)
+        for fresh in (True, False):  # while it connects, then on an open connection
+            tried = 0
+            for turns in range(10_000):  # cancelled after 0, 1, 2... turns of the loop
+                client = Resp(server.url) if fresh else connected
+                caller = asyncio.create_task(client.call("INCR", "n"))
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                if not caller.cancel():
+                    break  # it went before its cancel: every await on its way was tried
+                await asyncio.wait([caller], timeout=30)
+                assert caller.cancelled(), f"a cancel after {turns} turns was lost"
+                # The connection is still in step: the next reply is this command's own.
+                assert await client.call("ECHO", str(turns)) == str(turns).encode()
+                if fresh:
+                    client.close()
+                tried += 1
+            assert tried > 1
+        connected.close()
