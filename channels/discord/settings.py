@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 from typing import Self
 
-from pydantic import SecretStr, field_validator, model_validator
+from pydantic import Field, PositiveInt, SecretStr, field_validator, model_validator
 
 from gateway.settings import CoreSettings
 
 _NEEDED = ("discord_token", "discord_public_key")
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")  # an Ed25519 public key: 32 bytes
+_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 
 
 class DiscordSettings(CoreSettings):
@@ -21,12 +22,12 @@ class DiscordSettings(CoreSettings):
     discord_api_base: str = "https://discord.com/api/v10"
     discord_umbrella_command: str = "agent"
     # Publish the commands in these guilds (instant, for development) instead of globally.
-    discord_guild_ids: tuple[int, ...] = ()
+    discord_guild_ids: tuple[PositiveInt, ...] = ()  # snowflakes: never 0 or below
     # Publish the command list at start and whenever the runtime's changes (bulk overwrite,
     # only when it differs from what Discord has); off: only `slashgate discord sync` does.
     discord_sync_commands: bool = True
     # Seconds between two edits of a streamed reply (Discord allows about 5 per 5 seconds).
-    discord_edit_interval: float = 1.0
+    discord_edit_interval: float = Field(1.0, gt=0, allow_inf_nan=False)
     # Also answer DMs and messages that mention the bot, over Discord's Gateway connection (a
     # WebSocket, intents DM_MESSAGES and GUILD_MESSAGES; no privileged intent).
     discord_gateway: bool = False
@@ -41,6 +42,11 @@ class DiscordSettings(CoreSettings):
                         f"{name} is not set: the Discord channel needs discord_token and "
                         f"discord_public_key (SLASHGATE_{name.upper()})"
                     )
+        elif self.discord_gateway:
+            raise ValueError(
+                "discord_gateway is set but discord_token is not: the Gateway connection is part "
+                "of the Discord channel (SLASHGATE_DISCORD_TOKEN, SLASHGATE_DISCORD_PUBLIC_KEY)"
+            )
         return self
 
     @field_validator("discord_public_key")
@@ -49,6 +55,14 @@ class DiscordSettings(CoreSettings):
         if value is not None and not _HEX_KEY.fullmatch(value.strip()):
             raise ValueError("must be the application's public key: 64 hexadecimal characters")
         return value.strip() if value is not None else None
+
+    @field_validator("discord_api_base")
+    @classmethod
+    def _api_base_is_a_url(cls, value: str) -> str:
+        # Else the first call fails with aiohttp's words, which do not name the setting.
+        if not _URL.fullmatch(value):
+            raise ValueError("must be an http:// or https:// URL, like https://discord.com/api/v10")
+        return value
 
     @field_validator("discord_umbrella_command")
     @classmethod

@@ -4,13 +4,17 @@ and the signing secret are set.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.settings import CoreSettings
 
 _NEEDED = ("slack_bot_token", "slack_signing_secret")
+
+
+# Finite: an infinite rate is an interval of 0, which the pacer cannot divide by.
+Rate = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class SlackSettings(CoreSettings):
@@ -21,8 +25,8 @@ class SlackSettings(CoreSettings):
     slack_umbrella_command: str = "agent"
     slack_public_url: str | None = None  # the gateway's public base URL, for the manifest
     # Outbound rate limits (docs/rate-limits.md), Slack's published figures; 0: no limit.
-    slack_rate_channel: float = Field(1.0, ge=0)  # messages a second in one channel
-    slack_rate_update: float = Field(50.0, ge=0)  # chat.update a minute (Tier 3), all channels
+    slack_rate_channel: Rate = 1.0  # messages a second in one channel
+    slack_rate_update: Rate = 50.0  # chat.update a minute (Tier 3), all channels
 
     @model_validator(mode="after")
     def _slack_is_wholly_set(self) -> Self:

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
 from gateway.settings import CoreSettings
+
+# Finite: an infinite rate is an interval of 0, which the pacer cannot divide by.
+Rate = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class TelegramSettings(CoreSettings):
@@ -21,9 +24,9 @@ class TelegramSettings(CoreSettings):
     telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
     telegram_media_group_wait: float = Field(1.0, ge=0)  # seconds an album waits for its items
     # Outbound rate limits (docs/rate-limits.md), Telegram's published figures; 0: no limit.
-    telegram_rate_global: float = Field(30.0, ge=0)  # messages a second, the whole bot
-    telegram_rate_private: float = Field(1.0, ge=0)  # messages a second in one private chat
-    telegram_rate_group: float = Field(20.0, ge=0)  # messages a minute in one group
+    telegram_rate_global: Rate = 30.0  # messages a second, the whole bot
+    telegram_rate_private: Rate = 1.0  # messages a second in one private chat
+    telegram_rate_group: Rate = 20.0  # messages a minute in one group
 
     @model_validator(mode="after")
     def _telegram_webhook_has_a_secret(self) -> Self:
