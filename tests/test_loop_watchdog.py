@@ -46,7 +46,7 @@ async def test_sleeps_blocking() -> None:
 
 
 async def test_awaits() -> None:
-    await asyncio.sleep(2.5)
+    await asyncio.sleep(8.5)
 
 
 def test_sync_spins() -> None:
@@ -87,10 +87,12 @@ def test_the_watchdog_fails_blocked_loops_and_leaves_waiting_ones_alone(
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     )
-    # 1 s of CPU, 2 s of wall time. Every inner test that must pass stays far inside both
-    # (CPU spent, not wall time, is what they measure), so a loaded machine fails none.
+    # 1 s of CPU, 8 s of wall time. Every inner test that must pass stays far inside both
+    # (CPU spent, not wall time, is what they measure), so a loaded machine fails none; and
+    # a spin reaches its 1 s of CPU before the wall bound unless it gets under 1/8 of a core
+    # (under CI's load it got a quarter, and a 2 s wall bound caught it first).
     monkeypatch.setenv("SLASHGATE_LOOP_WATCHDOG_S", "1.0")
-    monkeypatch.setenv("SLASHGATE_LOOP_WATCHDOG_WALL_FACTOR", "2")
+    monkeypatch.setenv("SLASHGATE_LOOP_WATCHDOG_WALL_FACTOR", "8")
     # A watchdog that does not fire leaves test_spins spinning: the timeout fails this test.
     out = pytester.runpytest_subprocess(
         "-p", "tests.loop_watchdog", "-rA", timeout=120
