@@ -21,7 +21,7 @@ from gateway.body import BodyError, parse_json, read_body
 from gateway.state import StoreUnavailable
 
 from .autocomplete import Completer
-from .inputs import DiscordInputs
+from .inputs import DiscordInputs, Invocation, Unreadable
 from .permissions import Permissions
 from .signature import Verifier
 
@@ -67,7 +67,8 @@ class InteractionsEndpoint:
             payload = parse_json(raw)
         except BodyError as exc:
             return _error(exc.status, exc.code, exc.message)
-        if not isinstance(payload, dict) or not isinstance(payload.get("type"), int):
+        # JSON's true is an int to isinstance, and would be a PING.
+        if not isinstance(payload, dict) or type(payload.get("type")) is not int:
             return _error(400, "invalid_request", "not a Discord interaction")
         if payload["type"] == PING:  # Discord checks the endpoint with it
             return web.json_response({"type": PONG})
@@ -81,7 +82,11 @@ class InteractionsEndpoint:
             log.warning("a Discord interaction could not be read", exc_info=True)
             return _error(400, "invalid_request", "unprocessable Discord interaction")
         if isinstance(interaction, hikari.CommandInteraction):
-            response = await self._command(interaction, payload)
+            try:
+                invocation = self._inputs.read(interaction, payload)
+            except Unreadable as exc:
+                return _error(400, "invalid_request", f"unprocessable Discord interaction: {exc}")
+            response = await self._command(interaction, invocation, payload)
         elif isinstance(interaction, hikari.AutocompleteInteraction):
             response = interaction.build_response(await self._completer.choices(interaction))
         elif isinstance(interaction, hikari.ComponentInteraction):
@@ -92,10 +97,12 @@ class InteractionsEndpoint:
         return web.json_response(body)
 
     async def _command(
-        self, interaction: hikari.CommandInteraction, payload: dict[str, Any]
+        self,
+        interaction: hikari.CommandInteraction,
+        invocation: Invocation,
+        payload: dict[str, Any],
     ) -> InteractionResponseBuilder:
         """Journaled, then deferred: the reply edits the deferred response."""
-        invocation = self._inputs.read(interaction, payload)
         try:
             await self._inputs.accept(invocation, payload)
         except StoreUnavailable as exc:  # Discord never delivers an interaction again

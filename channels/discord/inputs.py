@@ -6,7 +6,7 @@ with its sink, telling its user once when it fails or the channel stops first.
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -50,6 +50,27 @@ class Input(Protocol):
     def files(self) -> tuple[DiscordFile, ...]: ...
 
 
+class Unreadable(ValueError):
+    """A signed interaction whose fields are not of the types Discord sends."""
+
+
+# What an option's value is in Discord's payloads (None: a subcommand's, or left out).
+_VALUES = (str, int, float, bool, type(None))
+_NESTED = (hikari.OptionType.SUB_COMMAND, hikari.OptionType.SUB_COMMAND_GROUP)
+
+
+def _innermost(
+    name: str, options: Sequence[hikari.CommandInteractionOption]
+) -> tuple[str, Sequence[hikari.CommandInteractionOption]]:
+    """A subcommand (group) read as words of the command's name, as typed, and its options
+    as the command's: the gateway publishes none, but an older list of the application may
+    (else its options would be dropped and the command run without them).
+    """
+    while len(options) == 1 and options[0].type in _NESTED:
+        name, options = f"{name} {options[0].name}", options[0].options or ()
+    return name, options
+
+
 class Invocation:
     """A command interaction read as the contract reads input: its text, files and target."""
 
@@ -60,15 +81,20 @@ class Invocation:
         commands: CommandLists,
         host: frozenset[str],
     ) -> None:
-        options = {o.name: o.value for o in interaction.options or ()}
+        if not isinstance(interaction.command_name, str):
+            raise Unreadable("a command name that is not a string")
+        name, given = _innermost(interaction.command_name, interaction.options or ())
+        if not all(isinstance(o.value, _VALUES) for o in given):
+            raise Unreadable("an option value of a type Discord does not send")
+        options = {o.name: o.value for o in given}
         guild = int(interaction.guild_id) if interaction.guild_id else None
         listing = commands(str(interaction.channel_id), guild)
-        self.text = listing.text(interaction.command_name, options)
+        self.text = listing.text(name, options)
         resolved = (payload.get("data") or {}).get("resolved") or {}
         attached = resolved.get("attachments") or {}
         found = (
             discord_file(attached.get(str(o.value)) or {}, index)
-            for index, o in enumerate(interaction.options or (), 1)
+            for index, o in enumerate(given, 1)
             if o.type == hikari.OptionType.ATTACHMENT
         )
         self.files: tuple[DiscordFile, ...] = tuple(f for f in found if f is not None)
