@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import (
+    AfterValidator,
     Field,
     PrivateAttr,
     SecretStr,
@@ -28,6 +29,19 @@ from contract import Catalog
 from .validation import describe_validation_error
 
 ENV_PREFIX = "SLASHGATE_"
+
+MIN_RATE = 0.001  # a message per 1,000 s (or minutes): slower is a mistake, not a limit
+
+
+def _rate(value: float) -> float:
+    if 0 < value < MIN_RATE:
+        raise ValueError(f"must be 0 (no limit) or at least {MIN_RATE}")
+    return value
+
+
+# An outbound rate limit (docs/rate-limits.md). Finite: an infinite rate is an interval of 0,
+# which the pacer cannot divide by; and a tiny one an interval too long to sleep.
+Rate = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_rate)]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 RUNTIMES = ("embedded", "acp", "pi", "electric")
 SqliteSynchronous = Literal["full", "normal"]  # PRAGMA synchronous of the SQLite store

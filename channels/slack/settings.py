@@ -4,17 +4,13 @@ and the signing secret are set.
 
 from __future__ import annotations
 
-from typing import Annotated, Self
+from typing import Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import SecretStr, field_validator, model_validator
 
-from gateway.settings import CoreSettings
+from gateway.settings import CoreSettings, Rate
 
 _NEEDED = ("slack_bot_token", "slack_signing_secret")
-
-
-# Finite: an infinite rate is an interval of 0, which the pacer cannot divide by.
-Rate = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class SlackSettings(CoreSettings):

@@ -4,14 +4,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
-from gateway.settings import CoreSettings
-
-# Finite: an infinite rate is an interval of 0, which the pacer cannot divide by.
-Rate = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+from gateway.settings import CoreSettings, Rate
 
 
 class TelegramSettings(CoreSettings):

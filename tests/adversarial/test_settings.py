@@ -34,6 +34,7 @@ MISTAKES: list[tuple[dict[str, str], str]] = [
         for rate in RATES
         for value, said in [
             ("-1", "Input should be greater than or equal to 0"),
+            ("1e-320", "must be 0 (no limit) or at least 0.001"),
             ("nan", "Input should be a finite number"),
             ("inf", "Input should be a finite number"),
             ("1e400", "Input should be a finite number"),  # past a float: infinite
