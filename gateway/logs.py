@@ -6,6 +6,7 @@ tracebacks included.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
@@ -260,3 +261,17 @@ class Sampler:
         """`` (N more not logged)``, to end the next line written with; or ""."""
         count, self._dropped = self._dropped, 0
         return f" ({count} more not logged)" if count else ""
+
+
+# What asyncio's default handler may print of an error's context. Libraries add their own
+# keys: hikari puts a Gateway event's whole payload (a user's message text) under "payload".
+_CONTEXT_SHOWN = frozenset(
+    {"message", "exception", "future", "task", "handle", "protocol", "transport", "socket"}
+)
+
+
+def without_payloads(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """A loop's exception handler: asyncio's own, minus the context keys it does not know,
+    so that no message text a library attached reaches the log.
+    """
+    loop.default_exception_handler({k: v for k, v in context.items() if k in _CONTEXT_SHOWN})

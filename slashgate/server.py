@@ -149,6 +149,9 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
         shutdown_timeout=settings.cancel_grace,
     )
     started: list[Channel] = []
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(logs.without_payloads)
     try:
         try:
             _warn_of_a_missing_agent(settings)
@@ -178,6 +181,7 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
             await channel.stop()
         await runner.cleanup()
         await gateway.stop()
+        loop.set_exception_handler(handler)
         gc.unfreeze()
 
 

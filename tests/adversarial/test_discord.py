@@ -5,13 +5,17 @@ JSON type are a 400 that runs nothing, and a subcommand's options are not droppe
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+import pytest
 
 from contract import Command
 from tests.conftest import ServerFactory
 from tests.discord.fake import fake_discord
 from tests.discord.harness import WAIT, discord_gateway
 from tests.discord.interactions import PATH, command, signed
+from tests.discord.plain_harness import message_create, plain_gateway
 from tests.slack.slack_harness import Recorder
 
 DEPLOY = (Command(name="deploy"),)
@@ -65,3 +69,20 @@ async def test_a_subcommands_options_are_read_as_typed(gateway_server: ServerFac
         assert (await h.interact(payload))[0] == 200
         await h.replies(payload["token"])
     assert recorder.sources == ["/deploy web canary v"]
+
+
+async def test_a_gateway_event_hikari_cannot_read_leaves_its_text_out_of_the_log(
+    gateway_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An author that is not an object: hikari fails reading the event and hands the error,
+    # with the event's payload, to the loop's exception handler.
+    broken = message_create("the words of a private message")
+    broken["author"] = "nobody"
+    async with plain_gateway(gateway_server) as plain:
+        with caplog.at_level(logging.ERROR):
+            await plain.send(broken)
+            answered = await plain.say(message_create("/echo after"))
+    assert answered[-1].content == "after"  # the session went on
+    failures = [r for r in caplog.records if r.name == "asyncio"]
+    assert failures, "hikari's failure reached the loop's handler and the log"
+    assert "the words of a private message" not in caplog.text
