@@ -52,6 +52,8 @@ class _Connection(asyncio.Protocol):
         self._transport = transport
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
+        if self.lost is not None:  # nothing would answer it: the caller connects anew
+            raise Lost(f"Redis: connection lost ({self.lost})")
         future = self._loop.create_future()
         if not self._waiting:
             self._since = time.monotonic()
@@ -165,13 +167,17 @@ class Resp:
         if self._closed:
             raise StoreUnavailable("the Redis store is closed")
         if self._connecting is None:
+            # Forgotten as it ends, whether or not a caller still waits for it (all may have
+            # been cancelled): a later command never gets an old connection or failure.
             self._connecting = asyncio.ensure_future(self._open())
-        connecting = self._connecting
-        try:
-            return await asyncio.shield(connecting)
-        finally:
-            if connecting.done() and self._connecting is connecting:
-                self._connecting = None
+            self._connecting.add_done_callback(self._opened)
+        return await asyncio.shield(self._connecting)
+
+    def _opened(self, connecting: asyncio.Future[_Connection]) -> None:
+        if self._connecting is connecting:
+            self._connecting = None
+        if not connecting.cancelled():
+            connecting.exception()  # retrieved: its waiters, if any, raised it
 
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -190,6 +196,9 @@ class Resp:
         except BaseException:
             connection.close()
             raise
+        if self._closed:  # closed while it opened: it would be left open
+            connection.close()
+            raise StoreUnavailable("the Redis store is closed")
         self._connection = connection
         return connection
 
