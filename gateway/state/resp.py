@@ -117,12 +117,20 @@ class Resp:
     """
 
     def __init__(self, url: str, timeout: float = 5.0, connect_timeout: float = 2.0) -> None:
+        # The URL may hold a password: an error names its scheme or its part, never the URL.
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "rediss", "unix"):
-            raise StoreUnavailable(f"Redis: a redis://, rediss:// or unix:// URL, not {url!r}")
+            raise StoreUnavailable(
+                f"Redis: a redis://, rediss:// or unix:// URL, not {parts.scheme}://"
+            )
         self._socket = parts.path if parts.scheme == "unix" else None
         self._host = parts.hostname or "localhost"
-        self._port = parts.port or 6379
+        try:
+            self._port = parts.port or 6379
+        except ValueError:
+            raise StoreUnavailable(
+                "Redis: the URL's port is not a number from 0 to 65535"
+            ) from None
         self._ssl = ssl.create_default_context() if parts.scheme == "rediss" else None
         self._hello: list[bytes] = []  # sent first on each new connection
         if parts.password is not None:

@@ -36,9 +36,13 @@ async def test_a_server_that_never_answers_is_store_unavailable_after_the_timeou
         await server.wait_closed()
 
 
-async def test_a_url_of_another_scheme_is_refused_by_name():
-    with pytest.raises(StoreUnavailable, match="memcached://"):
-        Resp("memcached://127.0.0.1:11211")
+async def test_a_url_of_another_scheme_is_refused_by_name_without_its_password():
+    with pytest.raises(StoreUnavailable, match="memcached://") as refused:
+        Resp("memcached://user:hunter2@127.0.0.1:11211")
+    assert "hunter2" not in str(refused.value)
+    with pytest.raises(StoreUnavailable, match="port") as refused:
+        Resp("redis://user:hunter2@127.0.0.1:port")
+    assert "hunter2" not in str(refused.value)
 
 
 @needs_redis
