@@ -1,16 +1,19 @@
-"""Group commit for one SQLite file: a thread of its own runs the operations on one connection,
-and those that arrive while a commit is in progress share the next transaction and its one
-fsync. A caller's await returns once its operation is committed (durable, as ``synchronous``
-says); the wait is bounded by the commit in progress and its own (at most ``MAX_BATCH``
-operations each).
+"""Group commit for one SQLite file: a thread of its own runs the operations, and those that
+arrive while a commit is in progress share the next transaction and its one fsync. A caller's
+await returns once its operation is committed (durable, as ``synchronous`` says); the wait is
+bounded by the commit in progress and its own (at most ``MAX_BATCH`` operations each).
 
 A write that need not be durable yet (one statement: the journal's later marks) is
 committed at once on the caller's thread, the event loop, when the thread is idle and has
-nothing queued: on a second connection, without an fsync (``synchronous=NORMAL``: it
-survives a crash of the process, and reaches the disk with the thread's next commit, which
-syncs the whole write-ahead log). That costs less than the two thread switches. It never
-waits there: while the thread works, or another process holds the lock, it goes to the
-thread; checkpoints are the thread's too (none starts in a commit on the loop).
+nothing queued, without an fsync (it survives a crash of the process, and reaches the disk
+with the thread's next commit, which syncs the whole write-ahead log). That costs less than
+the two thread switches. It never waits there: while the thread works, or another process
+holds the lock, it goes to the thread; checkpoints are the thread's too.
+
+Both threads use one connection, in turn (``_lock``): a second one would find its page
+cache stale after each of the other's commits and read its pages again. Its resting state
+suits the loop: ``synchronous=NORMAL`` and no busy timeout; the thread's transactions raise
+it to ``synchronous=FULL`` for their commit, and wait for another process's lock themselves.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -33,6 +37,8 @@ log = logging.getLogger("slashgate.state")
 
 MAX_BATCH = 256  # operations in one transaction: a short one, also under a burst
 CHECKPOINT_EVERY = 256  # commits between two checkpoints of the write-ahead log
+BUSY_TIMEOUT = 5.0  # seconds the thread waits for another process's lock
+_BUSY_FIRST, _BUSY_CAP = 0.001, 0.05  # seconds between two tries of that lock
 
 
 @dataclass(slots=True)
@@ -44,15 +50,16 @@ class _Job:
 
 
 class GroupCommit:
-    """Runs operations on ``db`` in a thread, and single writes on ``quick`` (busy timeout 0,
-    ``synchronous=NORMAL``) at once, until ``stop``.
+    """Runs operations on ``db`` in a thread, committed with ``synchronous`` (``"full"`` or
+    ``"normal"``), and single writes at once on the loop, until ``stop``.
     """
 
-    def __init__(self, db: sqlite3.Connection, quick: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, synchronous: str) -> None:
         self.db = db
-        self._quick = quick
-        for connection in (db, quick):
-            connection.execute("PRAGMA wal_autocheckpoint=0")  # the thread checkpoints
+        self._durable = synchronous.upper() != "NORMAL"
+        db.execute("PRAGMA wal_autocheckpoint=0")  # the thread checkpoints
+        db.execute("PRAGMA synchronous=NORMAL")  # the loop's writes; the thread's: _commit
+        db.execute("PRAGMA busy_timeout=0")  # the loop never waits; the thread: _begin
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._serve, name="slashgate-sqlite", daemon=True)
         self._lock = threading.Lock()  # held through a transaction, on either thread
@@ -90,12 +97,11 @@ class GroupCommit:
         """Commit what was submitted, then end the thread and close both connections."""
         if self._stopped is None:
             self._stopped = asyncio.get_running_loop().create_future()
-            self._quick.close()  # first: the thread's, the last, checkpoints the log
-            self._jobs.put(None)
+            self._jobs.put(None)  # the thread closes the connection: a checkpoint of the log
         await asyncio.shield(self._stopped)
 
     def _now(self, sql: str, params: tuple[Any, ...]) -> list[Any] | None:
-        """The statement's rows, committed at once on ``quick``; None when the thread has
+        """The statement's rows, committed at once on the loop; None when the thread has
         work (the statement would overtake it) or the file is locked.
         """
         idle = self._submitted == self._settled and self._stopped is None
@@ -106,7 +112,7 @@ class GroupCommit:
                 return None
             try:
                 # Its own transaction, committed once every row is read.
-                rows = self._quick.execute(sql, params).fetchall()
+                rows = self.db.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
                     return None  # another process writes: the thread waits for it
@@ -146,8 +152,10 @@ class GroupCommit:
                 return
 
     def _commit(self, batch: list[_Job]) -> None:
+        if self._durable:
+            self.db.execute("PRAGMA synchronous=FULL")  # not inside a transaction
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self._begin()
             for job in batch:
                 job.result = job.work(self.db)
             self.db.execute("COMMIT")
@@ -159,6 +167,26 @@ class GroupCommit:
                     self._commit([job])
                 return
             batch[0].error = exc
+        finally:
+            if self._durable and not self.db.in_transaction:  # else the next begin fails
+                self.db.execute("PRAGMA synchronous=NORMAL")
+
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``, tried again while another process holds the write lock (the
+        connection has no busy timeout: the loop's writes must not wait for it).
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        delay = _BUSY_FIRST
+        while True:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+                if not busy or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, _BUSY_CAP)
 
     def _rollback(self, exc: Exception) -> None:
         if self.db.in_transaction:

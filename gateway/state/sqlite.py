@@ -44,9 +44,20 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # A journal entry's record is written once; what changes (``Entry.encoded_status``) here.
     ("ALTER TABLE journal ADD COLUMN status TEXT",),
+    # An entry is found by its seq (the row id) and id: no index on id, no AUTOINCREMENT
+    # counter, so an input writes two pages fewer. A seq may come again once every entry
+    # above it is gone; the id with it tells the entries apart.
+    (
+        "CREATE TABLE journal_5 (seq INTEGER PRIMARY KEY, id TEXT NOT NULL,"
+        " conversation TEXT NOT NULL, entry TEXT NOT NULL, status TEXT)",
+        "INSERT INTO journal_5 SELECT seq, id, conversation, entry, status FROM journal",
+        "DROP TABLE journal",
+        "ALTER TABLE journal_5 RENAME TO journal",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
-_SET_STATUS = "UPDATE journal SET status = ? WHERE id = ?"
+_SET_STATUS = "UPDATE journal SET status = ? WHERE seq = ? AND id = ?"
+_DROP = "DELETE FROM journal WHERE seq = ? AND id = ?"
 _UNLESS_LIVE = " WHERE claims.expires <= ?"  # a claim is taken again once it expired
 _BUSY_TIMEOUT = 5.0  # seconds a statement waits for another connection's lock
 _WAL_RETRY = 0.01  # seconds between two tries of the switch to WAL
@@ -90,7 +101,7 @@ class SqliteStore(StateStore):
     async def open(self) -> None:
         if self._db is None:
             self._db = await asyncio.to_thread(self._connect)
-            self._writer = GroupCommit(self._db, await asyncio.to_thread(self._quick))
+            self._writer = GroupCommit(self._db, self.synchronous)
             self._writer.start()
 
     def _connect(self) -> sqlite3.Connection:
@@ -104,7 +115,7 @@ class SqliteStore(StateStore):
             _wal(db)
             # FULL (the default): an input acknowledged to its platform is on disk, also
             # across a power cut. NORMAL: in WAL mode, across a crash of the process, not of
-            # the machine.
+            # the machine. GroupCommit commits at that level.
             db.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             self._migrate(db)
         except sqlite3.OperationalError as exc:  # locked past the timeout, a bad file, I/O
@@ -113,14 +124,6 @@ class SqliteStore(StateStore):
         except BaseException:
             db.close()
             raise
-        return db
-
-    def _quick(self) -> sqlite3.Connection:
-        """The connection for writes committed at once on the loop (``commits``): it never
-        waits for a lock, nor for the disk.
-        """
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=0)
-        db.execute("PRAGMA synchronous=NORMAL")
         return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:
@@ -277,12 +280,11 @@ class SqliteStore(StateStore):
         seq = await self._call(work)  # durable: the platform is acknowledged next
         if seq is None:
             return None
-        added = await Entry.decoded(record)
-        added.seq = seq
-        return added
+        entry.seq = seq  # as written: not decoded back from what was just encoded
+        return entry
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
-        status = (await entry.encoded_status(), entry.id)
+        status = (await entry.encoded_status(), entry.seq, entry.id)
         if fence is None:
             # Written before the caller goes on (the turn, the delivery): a crash of the
             # process cannot lose it; a power cut may, until the next durable commit.
@@ -299,7 +301,7 @@ class SqliteStore(StateStore):
 
     async def finish(self, entry: Entry) -> None:
         # Nobody waits: a crash before it is written sends the reply again (at least once).
-        self.writer.write_soon("DELETE FROM journal WHERE id = ?", (entry.id,))
+        self.writer.write_soon(_DROP, (entry.seq, entry.id))
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
         def work(db: sqlite3.Connection) -> list[tuple[int, str | bytes, str | bytes | None]]:

@@ -329,7 +329,8 @@ async def test_sqlite_syncs_as_the_operator_chose(tmp_path: Path, setting: str, 
     await store.open()
     try:
         assert isinstance(store, SqliteStore)
-        assert store._db is not None  # the store's own connection: the pragma is per connection
-        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == pragma
+        # What the store's thread commits with: every write that must be durable is its.
+        level = await store.writer.submit(lambda db: db.execute("PRAGMA synchronous").fetchone())
+        assert level[0] == pragma
     finally:
         await store.close()
