@@ -15,6 +15,7 @@ from contract import Command
 
 from .commands import MAX_COMMANDS, CommandList, Shape, shape
 from .guilds import MAX_GUILDS, Guilds
+from .messages import why
 
 log = logging.getLogger("slashgate.discord")
 
@@ -77,18 +78,35 @@ class CommandSync:
         return written + await self.publish_guilds()
 
     async def publish_guilds(self) -> int:
-        """Overwrite the lists of the guilds whose commands changed, where they differ."""
+        """Overwrite the lists of the guilds whose commands changed, where they differ; a guild
+        whose write fails is logged and stays pending for the next call.
+        """
         async with self._lock:
             written = 0
-            while self._pending:
-                guild = next(iter(self._pending))
+            failed: set[int] = set()  # tried once in this call; pending for the next
+            while (guild := next((g for g in self._pending if g not in failed), None)) is not None:
+                # Out before the write: a change during it puts the guild back.
                 del self._pending[guild]
                 wanted = self.scopes.wanted(guild)
-                if await self._write(guild, wanted):
+                try:
+                    wrote = await self._write(guild, wanted)
+                except Exception as exc:  # this guild only: the others are still written
+                    self._pending.setdefault(guild)
+                    failed.add(guild)
+                    self._failed(guild, exc)
+                    continue
+                if wrote:
                     written += 1
                     count = len(wanted.builders) if wanted is not None else 0
                     log.info("published %d Discord commands of guild %d", count, guild)
             return written
+
+    @staticmethod
+    def _failed(guild: int, exc: Exception) -> None:
+        if isinstance(exc, hikari.HikariError):
+            log.warning("publishing the Discord commands of guild %d failed: %s", guild, why(exc))
+        else:  # an answer hikari could not read: with its traceback
+            log.exception("publishing the Discord commands of guild %d failed", guild)
 
     async def _write(self, scope: hikari.UndefinedOr[int], commands: CommandList | None) -> int:
         """Overwrite ``scope`` with ``commands`` (None: none) unless Discord has them."""

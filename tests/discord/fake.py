@@ -93,6 +93,7 @@ class FakeDiscord:
     edited: asyncio.Event = field(default_factory=asyncio.Event)  # an original was edited
     followed: asyncio.Event = field(default_factory=asyncio.Event)  # a follow-up was posted
     answered: asyncio.Condition = field(default_factory=asyncio.Condition)  # after each call
+    refuse_once: set[str] = field(default_factory=set)  # guilds whose next PUT of commands fails
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(10_000))
 
     def file_url(self, name: str) -> str:
@@ -181,6 +182,10 @@ class FakeDiscord:
         return web.json_response(self.commands.get(self._scope(request), []))
 
     async def _put_commands(self, request: web.Request) -> web.Response:
+        if self._scope(request) in self.refuse_once:
+            self.refuse_once.discard(self._scope(request))
+            error = {"code": 50001, "message": "Missing Access"}
+            return web.json_response(error, status=403)
         stored = []
         for command in request[BODY]:
             entry = {

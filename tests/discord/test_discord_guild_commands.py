@@ -140,3 +140,20 @@ async def test_a_guilds_refused_names_are_reported_once_and_typed_options_read_b
         f"Discord cannot take these command names in guild {GUILD} (a-z, 0-9, - and _, at "
         "most 32, 100 commands at most); they stay reachable as /agent <name>: skill:triage"
     ]
+
+
+async def test_a_guild_discord_refused_is_published_at_the_next_change(gateway_server, caplog):
+    caplog.set_level(logging.WARNING, "slashgate.discord")
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
+        fake.refuse_once.add(GUILD)
+        await run(h, "remember", "alpha first")
+        await fake.wait(lambda: len(fake.writes("PUT", f"/guilds/{GUILD}/")) == 1)
+        # Another guild's change publishes its own list and the one Discord refused.
+        await run(h, "remember", "beta second", guild_id="778", channel="556")
+        await fake.wait(
+            lambda: guild_names(fake, "778") == ["beta"] and guild_names(fake, GUILD) == ["alpha"]
+        )
+    failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert failed == [
+        f"publishing the Discord commands of guild {GUILD} failed: HTTP 403 Missing Access"
+    ]
