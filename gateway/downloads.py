@@ -108,8 +108,13 @@ class Downloader:
     async def _download(
         self, session: aiohttp.ClientSession, item: RemoteFile, budget: Budget
     ) -> Attachment:
-        url = URL(await self.locate(item, budget))
-        if not self.allowed(url):
+        located = await self.locate(item, budget)
+        try:  # the platform's text: the port or an IPv6 host may not parse
+            url = URL(located)
+            allowed = self.allowed(url)
+        except ValueError:
+            raise not_downloaded(item.name, self.source, "malformed URL") from None
+        if not allowed:
             refused = f"{url.host} is not a {self.source} file host"
             raise not_downloaded(item.name, self.source, refused)
         timeout = aiohttp.ClientTimeout(total=self.settings.attachment_fetch_timeout)

@@ -102,3 +102,15 @@ async def test_the_token_goes_to_no_host_but_slack(gateway_server) -> None:
 def test_in_production_only_slack_hosts_get_the_token(url: str, allowed: bool) -> None:
     files = SlackFiles(make_settings(), BOT_TOKEN)  # the default API base: slack.com
     assert files.allowed(URL(url)) is allowed
+
+
+async def test_a_file_with_a_malformed_link_gets_one_reply(gateway_server) -> None:
+    recorder = Recorder()
+    async with fake_slack() as fake, slack_gateway(gateway_server, fake, recorder.runtime) as h:
+        broken = fake.add_file(b"data", "broken.txt", "text/plain")
+        broken["url_private_download"] = "https://files.slack.com:99999/broken.txt"
+        await h.slack.event(direct_message("read", ts="900.1", files=[broken]))
+        await h.channel.drain(WAIT)
+    [reply] = fake.messages("D1")
+    assert "broken.txt could not be downloaded from Slack (malformed URL)" in reply.text
+    assert fake.downloads == [] and recorder.sources == []
