@@ -21,7 +21,7 @@ from gateway.state import (
     open_store,
 )
 from gateway.state.redis import RedisStore
-from gateway.state.sqlite import SCHEMA_VERSION
+from gateway.state.sqlite import _MIGRATIONS, SCHEMA_VERSION
 from slashgate.config import Settings
 from tests.redis_server import REDIS, redis_server
 
@@ -214,6 +214,40 @@ async def test_sqlite_migrates_a_file_of_the_first_schema(tmp_path: Path):
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     db.close()
+
+
+async def test_sqlite_migrates_the_journal_of_schema_4_with_its_entries(tmp_path: Path):
+    path = tmp_path / "v4.sqlite3"
+    db = sqlite3.connect(path)
+    for step in _MIGRATIONS[:4]:
+        for statement in step:
+            db.execute(statement)
+    record = entry("c1", "a").encode()
+    db.execute("INSERT INTO journal (id, conversation, entry, status) VALUES ('a', 'c1', ?, ?)",
+               (record, json.dumps({"state": "running", "command": "echo"})))  # fmt: skip
+    db.execute("PRAGMA user_version = 4")
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    await store.open()
+    [kept] = await store.pending()
+    assert (kept.id, kept.state, kept.command) == ("a", "running", "echo")
+    kept.state = "answered"
+    await store.update(kept)
+    assert [e.state for e in await store.pending("c1")] == ["answered"]
+    await store.close()
+
+
+async def test_a_late_mark_of_a_dropped_entry_leaves_the_next_one_alone(store: StateStore):
+    first = await store.append(entry("c1", "a"), None, 60)
+    assert first is not None
+    await store.finish(first)
+    second = await store.append(entry("c1", "b"), None, 60)  # SQLite may give it a's seq
+    assert second is not None
+    first.state = "answered"
+    await store.update(first)
+    await store.finish(first)
+    assert [(e.id, e.state) for e in await store.pending("c1")] == [("b", "received")]
 
 
 async def test_sqlite_refuses_a_file_from_a_newer_gateway(tmp_path: Path):
