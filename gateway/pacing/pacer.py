@@ -108,7 +108,9 @@ class Pacer:
         self._gate = Gate()
         self._busy: dict[str, _Lane] = {}  # lanes someone waits in or holds
         self._idle: BoundedTTLMap[_Lane] = BoundedTTLMap(size, MAX_PAUSE)
-        self._pauses: dict[str, float] = {}  # chats told to wait: until when (loop time)
+        self._size = size
+        # Chats told to wait: until when (loop time), the most recently paused last.
+        self._pauses: dict[str, float] = {}
         self._paused_all = 0.0
 
     @property
@@ -168,9 +170,11 @@ class Pacer:
         now = asyncio.get_running_loop().time()
         until = now + min(max(seconds, 0.0), MAX_PAUSE)
         self._pauses = {k: when for k, when in self._pauses.items() if when > now}
-        self._pauses[key] = max(until, self._pauses.get(key, 0.0))
+        self._pauses[key] = max(until, self._pauses.pop(key, 0.0))
         if len(self._pauses) >= FLOOD_SPREAD:
             self._paused_all = max(self._paused_all, until)
+        while len(self._pauses) > self._size:  # the oldest pause goes first
+            del self._pauses[next(iter(self._pauses))]
 
     async def aclose(self) -> None:
         await self.budget.aclose()
@@ -180,6 +184,8 @@ class Pacer:
         while True:
             until = self._paused_all if key is None else self._pauses.get(key, 0.0)
             if until <= loop.time():
+                if key is not None:
+                    self._pauses.pop(key, None)  # over: forgotten without waiting for a 429
                 return
             await asyncio.sleep(until - loop.time())
 

@@ -181,3 +181,13 @@ async def test_a_caller_cancelled_at_any_point_of_its_redis_reservation_ends_can
             cancelled += 1
         assert cancelled > 3  # the Redis call was among the awaits tried
         await pacer.aclose()
+
+
+async def test_the_paused_chats_remembered_are_bounded_and_forgotten_once_over() -> None:
+    pacer = Pacer(LocalBudget(OFF), size=4)
+    pacer.pause("brief", 0.01)
+    for i in range(10):  # a 429 storm across many chats
+        pacer.pause(f"chat{i}", 0.2)
+    assert list(pacer._pauses) == ["chat6", "chat7", "chat8", "chat9"]  # the oldest went
+    await asyncio.wait_for(pacer.acquire("chat9", OFF), GUARD)  # read once over: forgotten
+    assert "chat9" not in pacer._pauses
