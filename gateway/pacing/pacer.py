@@ -190,10 +190,15 @@ class Pacer:
             await asyncio.sleep(until - loop.time())
 
     def _lane(self, key: str, rate: Rate) -> _Lane:
-        lane = self._busy.get(key) or self._idle.pop(key)
-        if lane is None or lane.interval != rate.interval:
-            lane = _Lane(rate.limiter(), rate.interval)
-        self._busy[key] = lane
+        """``key``'s lane; a busy one is kept whatever ``rate`` says (one lane per chat, so
+        one call at a time): a new rate applies once it is idle.
+        """
+        lane = self._busy.get(key)
+        if lane is None:
+            lane = self._idle.pop(key)
+            if lane is None or lane.interval != rate.interval:
+                lane = _Lane(rate.limiter(), rate.interval)
+            self._busy[key] = lane
         lane.users += 1
         return lane
 

@@ -191,3 +191,14 @@ async def test_the_paused_chats_remembered_are_bounded_and_forgotten_once_over()
     assert list(pacer._pauses) == ["chat6", "chat7", "chat8", "chat9"]  # the oldest went
     await asyncio.wait_for(pacer.acquire("chat9", OFF), GUARD)  # read once over: forgotten
     assert "chat9" not in pacer._pauses
+
+
+async def test_a_chat_paced_at_another_rate_while_busy_keeps_one_lane() -> None:
+    pacer = Pacer(LocalBudget(OFF))
+    pacer.pause("chat", 0.05)
+    first = asyncio.create_task(pacer.acquire("chat", OFF))
+    await yield_until(lambda: "chat" in pacer._busy)  # waiting out the pause in its lane
+    second = asyncio.create_task(pacer.acquire("chat", Rate(10)))
+    done = await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), GUARD)
+    assert done == [None, None]  # neither release failed
+    assert not pacer._busy
