@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -67,8 +69,16 @@ class GroupCommit:
         self._settled = 0  # of them, those committed or failed (counted under the lock)
         self._commits = 0  # since the last checkpoint
         self._stopped: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._done: deque[list[_Job]] = deque()  # settled batches, for _loop to take
+        # The thread wakes the loop through it: one system call on each side, where
+        # call_soon_threadsafe's socket took three.
+        self._wake = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
 
     def start(self) -> None:
+        """Start the thread; called on the event loop that awaits the operations."""
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._wake, self._woken)
         self._thread.start()
 
     def submit(self, work: Work[T]) -> asyncio.Future[T]:
@@ -143,13 +153,49 @@ class GroupCommit:
                     self._commit(batch)
                     self._settled += len(batch)
                     self._checkpoint()
-                _settle_soon(batch)
+                self._settle_soon(batch)
             if ending:
                 self.db.close()
                 stopped = self._stopped
                 if stopped is not None:
-                    _call_soon(stopped.get_loop(), _resolve, stopped)
+                    _call_soon(stopped.get_loop(), self._ended, stopped)
                 return
+
+    def _settle_soon(self, batch: list[_Job]) -> None:
+        """Hand a committed batch to the loops waiting for it, one wake-up each."""
+        mine: list[_Job] = []
+        others: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
+        for job in batch:
+            if job.future is None:
+                if job.error is not None:
+                    log.warning("state store: a write nobody waited for failed: %s", job.error)
+            elif job.future.get_loop() is self._loop:
+                mine.append(job)
+            else:
+                others.setdefault(job.future.get_loop(), []).append(job)
+        if mine:
+            self._done.append(mine)  # before the wake-up: the loop takes what it finds
+            os.eventfd_write(self._wake, 1)
+        for loop, jobs in others.items():
+            _call_soon(loop, _settle, jobs)
+
+    # -- back on the loop ------------------------------------------------------------------
+
+    def _woken(self) -> None:
+        try:
+            os.eventfd_read(self._wake)
+        except BlockingIOError:  # what it said was taken by the call before
+            pass
+        while self._done:
+            _settle(self._done.popleft())
+
+    def _ended(self, stopped: asyncio.Future[None]) -> None:
+        self._woken()
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self._wake)
+        os.close(self._wake)
+        if not stopped.done():
+            stopped.set_result(None)
 
     def _commit(self, batch: list[_Job]) -> None:
         if self._durable:
@@ -205,27 +251,11 @@ class GroupCommit:
             log.warning("state store: checkpoint failed: %s", exc)
 
 
-def _settle_soon(batch: list[_Job]) -> None:
-    loops: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
-    for job in batch:
-        if job.future is not None:
-            loops.setdefault(job.future.get_loop(), []).append(job)
-        elif job.error is not None:
-            log.warning("state store: a write nobody waited for failed: %s", job.error)
-    for loop, jobs in loops.items():  # one wake-up of a loop for its whole batch
-        _call_soon(loop, _settle, jobs)
-
-
 def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
     try:
         loop.call_soon_threadsafe(fn, *args)
     except RuntimeError:  # that loop is closed: nobody waits any more
         pass
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _settle(jobs: list[_Job]) -> None:
