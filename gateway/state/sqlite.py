@@ -1,11 +1,12 @@
 """One SQLite file (stdlib ``sqlite3``, WAL): the default store of a single gateway process.
 
-Every statement runs in one thread, on one connection, with group commit (``commits``):
-operations that arrive together share a transaction and its fsync. What must be on disk
-before what (docs/reliability.md): an input and its claim before its platform is
-acknowledged (durable); the journal's later marks only written, before what follows them,
-and on disk with the next durable commit. The schema carries its version in
-``PRAGMA user_version``; ``_MIGRATIONS`` brings an older file up to date.
+One connection, used by a thread of the store's own with group commit (``commits``):
+operations that arrive together share a transaction and its fsync; the journal's marks are
+written on the event loop when that thread is idle. What must be on disk before what
+(docs/reliability.md): an input and its claim before its platform is acknowledged
+(durable); the journal's later marks only written, before what follows them, and on disk
+with the next durable commit. The schema carries its version in ``PRAGMA user_version``;
+``_MIGRATIONS`` brings an older file up to date.
 """
 
 from __future__ import annotations
