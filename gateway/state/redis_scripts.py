@@ -55,10 +55,14 @@ return 1
 """
 
 # KEYS: claims, claimv, j, jseq, jseqn, jc:<conversation>
-# ARGV: claim key ('' for none), now, ttl, max claims, id, entry, claim value
+# ARGV: claim key ('' for none), now, ttl, max claims, id, entry, claim value. The entry's id
+# is fresh for each append: one already journaled is this append sent again after a dropped
+# connection (gateway/state/resp.py), whose claim is its own: its seq, not a redelivery.
 APPEND = (
     CLAIM_FN
     + """
+local written = redis.call('ZSCORE', KEYS[4], ARGV[5])
+if written then return tonumber(written) end
 if ARGV[1] ~= '' and claim(ARGV[1], ARGV[7], tonumber(ARGV[2]), tonumber(ARGV[3]),
                            tonumber(ARGV[4])) then
   return false
