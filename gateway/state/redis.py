@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
@@ -125,7 +126,8 @@ class RedisStore(StateStore):
         held = await self._eval(
             scripts.CLAIM,
             self._claim_keys(),
-            [key, encode(value), time.time(), ttl, self.max_claims],
+            # A token of this claim's own: sent again (resp.py), it knows the claim for its own.
+            [key, encode(value), time.time(), ttl, self.max_claims, secrets.token_hex(8)],
         )
         return (True, None) if held is None else (False, json.loads(held))
 

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 from .resp import sha1
 
-# KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now.
+# KEYS[1], KEYS[2]: claims, claimv. The held value, or false once claimed now. ``attempt``
+# ('' for none), fresh for each claim, is kept beside the value (field NUL + key): a claim that
+# holds it is this claim sent again after a dropped connection (gateway/state/resp.py).
 CLAIM_FN = """
-local function claim(key, value, now, ttl, max)
+local function claim(key, value, now, ttl, max, attempt)
   local expiry = redis.call('ZSCORE', KEYS[1], key)
-  if expiry and tonumber(expiry) > now then return redis.call('HGET', KEYS[2], key) end
+  if expiry and tonumber(expiry) > now then
+    if attempt ~= '' and redis.call('HGET', KEYS[2], '\\0' .. key) == attempt then
+      return false
+    end
+    return redis.call('HGET', KEYS[2], key)
+  end
   redis.call('ZADD', KEYS[1], now + ttl, key)
   redis.call('HSET', KEYS[2], key, value)
+  if attempt ~= '' then redis.call('HSET', KEYS[2], '\\0' .. key, attempt) end
   local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 64)
   local extra = redis.call('ZCARD', KEYS[1]) - #old - max
   if extra > 0 then
@@ -23,16 +31,17 @@ local function claim(key, value, now, ttl, max)
   end
   for _, k in ipairs(old) do
     redis.call('ZREM', KEYS[1], k)
-    redis.call('HDEL', KEYS[2], k)
+    redis.call('HDEL', KEYS[2], k, '\\0' .. k)
   end
   return false
 end
 """
 
-# ARGV: key, value, now, ttl, max claims
+# ARGV: key, value, now, ttl, max claims, attempt
 CLAIM = (
     CLAIM_FN
-    + "return claim(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))"
+    + "return claim(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), "
+    + "ARGV[6])"
 )
 
 # KEYS: claims, claimv. ARGV: key, now. The value held, or false.
@@ -44,7 +53,7 @@ return redis.call('HGET', KEYS[2], ARGV[1])
 
 FORGET = """
 redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1], '\\0' .. ARGV[1])
 return 1
 """
 
@@ -64,7 +73,7 @@ APPEND = (
 local written = redis.call('ZSCORE', KEYS[4], ARGV[5])
 if written then return tonumber(written) end
 if ARGV[1] ~= '' and claim(ARGV[1], ARGV[7], tonumber(ARGV[2]), tonumber(ARGV[3]),
-                           tonumber(ARGV[4])) then
+                           tonumber(ARGV[4]), '') then
   return false
 end
 local seq = redis.call('INCR', KEYS[5])

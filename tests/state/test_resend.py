@@ -69,9 +69,7 @@ async def through_dropper(tmp_path: Path) -> AsyncIterator[tuple[RedisStore, Rep
 
 
 def _entry(id: str, conversation: str = "telegram:1") -> Entry:
-    return Entry(
-        id=id, conversation=conversation, channel="telegram", body={"n": id}, owner="r1"
-    )
+    return Entry(id=id, conversation=conversation, channel="telegram", body={"n": id}, owner="r1")
 
 
 async def _warm(store: RedisStore) -> None:
@@ -119,3 +117,16 @@ async def test_a_turn_taken_and_released_again_holds_and_frees_the_lease_once(tm
         assert await store.pending() == []
         other = await store.take_turn("conversation:t", "r2", 30.0, "telegram:1", None)
         assert isinstance(other, Lease) and other.token > lease.token
+
+
+@needs_redis
+async def test_a_claim_sent_again_is_claimed_and_a_later_one_is_not(tmp_path: Path):
+    async with through_dropper(tmp_path) as (store, dropper):
+        await _warm(store)
+        await store.claim("warm:claim", 1, 60.0)
+        dropper.arm()
+        assert await store.claim("telegram:update:9", 1, 60.0) == (True, None)
+        assert dropper.dropped.is_set()
+        assert await store.claim("telegram:update:9", 2, 60.0) == (False, 1)
+        await store.forget("telegram:update:9")
+        assert await store.claim("telegram:update:9", 3, 60.0) == (True, None)
