@@ -11,7 +11,9 @@ so the connection stays in step (redis-py could swallow such a cancel, redis/red
 A connection that drops (Redis restarted) is replaced by the next command; a command that was
 waiting on it is sent again on the new one, a few times with a short backoff (as redis-py's
 retry did), and past those it fails with ``StoreUnavailable``. So does a command that waits
-longer than ``timeout`` for its reply: the connection is dropped with it.
+longer than ``timeout`` for its reply: the connection is dropped with it. A command sent again
+may have run already (the reply was lost, not the command): the Redis store's scripts come out
+as if run once (gateway/state/redis_scripts.py).
 """
 
 from __future__ import annotations
