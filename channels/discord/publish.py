@@ -34,6 +34,12 @@ async def publish_commands(settings: DiscordSettings, runtime: Runtime) -> str:
         await rest.close()
     scopes = len(settings.discord_guild_ids) or 1
     where = f"{scopes} guild(s)" if settings.discord_guild_ids else "globally"
+    if sync.failed:  # each logged with Discord's answer; the others are written
+        refused = ", ".join(map(str, sync.failed))
+        raise RuntimeError(
+            f"Discord refused the commands of guild(s) {refused} ({written} of {scopes} written; "
+            "the next sync tries again)"
+        )
     if not written:
         return f"{len(sync.commands.builders)} commands, already published {where}"
     return (

@@ -35,6 +35,7 @@ class CommandSync:
         self.application: int | None = None  # the bot's application, once fetched
         self._reported: tuple[str, ...] = ()
         self._pending: dict[int, None] = {}  # guilds whose lists to publish, in order
+        self.failed: tuple[int, ...] = ()  # the guilds the last publish() could not write
         self._lock = asyncio.Lock()
 
     @property
@@ -66,40 +67,56 @@ class CommandSync:
         return bool(guilds)
 
     async def publish(self) -> int:
-        """Overwrite each scope whose list differs from ours; how many were written."""
+        """Overwrite each scope whose list differs from ours; how many were written. A
+        configured guild whose write fails is logged, the others are still written, and it
+        is tried again at the next publication (``failed`` lists it until then).
+        """
         async with self._lock:  # one publication at a time: the last list wins
             written = 0
+            failed: set[int] = set()
+            await self._application()  # a refused token stops it all, said once
             for guild in self.guilds:
-                written += await self._write(guild, self.scopes.wanted(guild))
+                try:
+                    written += await self._write(guild, self.scopes.wanted(guild))
+                except Exception as exc:  # this guild only: the others are still written
+                    failed.add(guild)
+                    self._failed(guild, exc)
             if not self.guilds:
                 written += await self._write(hikari.UNDEFINED, self.commands)
             if written:
                 log.info("published %d Discord commands", len(self.commands.builders))
-        return written + await self.publish_guilds()
+            # Not tried twice in this call: pending for the next one (publish_guilds too).
+            written += await self._publish_guilds(failed)
+            self._pending.update(dict.fromkeys(failed))
+            self.failed = tuple(sorted(failed))
+        return written
 
     async def publish_guilds(self) -> int:
         """Overwrite the lists of the guilds whose commands changed, where they differ; a guild
         whose write fails is logged and stays pending for the next call.
         """
         async with self._lock:
-            written = 0
-            failed: set[int] = set()  # tried once in this call; pending for the next
-            while (guild := next((g for g in self._pending if g not in failed), None)) is not None:
-                # Out before the write: a change during it puts the guild back.
-                del self._pending[guild]
-                wanted = self.scopes.wanted(guild)
-                try:
-                    wrote = await self._write(guild, wanted)
-                except Exception as exc:  # this guild only: the others are still written
-                    self._pending.setdefault(guild)
-                    failed.add(guild)
-                    self._failed(guild, exc)
-                    continue
-                if wrote:
-                    written += 1
-                    count = len(wanted.builders) if wanted is not None else 0
-                    log.info("published %d Discord commands of guild %d", count, guild)
-            return written
+            return await self._publish_guilds(set())
+
+    async def _publish_guilds(self, failed: set[int]) -> int:
+        """``publish_guilds`` under the lock; ``failed``: guilds not to try in this call."""
+        written = 0
+        while (guild := next((g for g in self._pending if g not in failed), None)) is not None:
+            # Out before the write: a change during it puts the guild back.
+            del self._pending[guild]
+            wanted = self.scopes.wanted(guild)
+            try:
+                wrote = await self._write(guild, wanted)
+            except Exception as exc:  # this guild only: the others are still written
+                self._pending.setdefault(guild)
+                failed.add(guild)
+                self._failed(guild, exc)
+                continue
+            if wrote:
+                written += 1
+                count = len(wanted.builders) if wanted is not None else 0
+                log.info("published %d Discord commands of guild %d", count, guild)
+        return written
 
     @staticmethod
     def _failed(guild: int, exc: Exception) -> None:
@@ -110,14 +127,18 @@ class CommandSync:
 
     async def _write(self, scope: hikari.UndefinedOr[int], commands: CommandList | None) -> int:
         """Overwrite ``scope`` with ``commands`` (None: none) unless Discord has them."""
-        if self.application is None:
-            self.application = int((await self.rest.fetch_application()).id)
+        application = await self._application()
         builders = commands.builders if commands is not None else ()
-        current = await self.rest.fetch_application_commands(self.application, scope)
+        current = await self.rest.fetch_application_commands(application, scope)
         if _shapes(current) == frozenset(commands.shapes if commands is not None else ()):
             return 0
-        await self.rest.set_application_commands(self.application, builders, scope)
+        await self.rest.set_application_commands(application, builders, scope)
         return 1
+
+    async def _application(self) -> int:
+        if self.application is None:
+            self.application = int((await self.rest.fetch_application()).id)
+        return self.application
 
 
 def _shapes(commands: Sequence[hikari.PartialCommand]) -> frozenset[Shape]:

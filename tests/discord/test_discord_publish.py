@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from channels.discord.publish import publish_commands
@@ -47,3 +49,29 @@ async def test_the_cli_publishes_and_says_what_it_did(tmp_path: Path, monkeypatc
     assert "commands published globally (1 of 1 written)" in said
     # The embedded demo runtime's inventory, host commands first, the umbrella before them.
     assert [c["name"] for c in fake.commands["global"]][:3] == ["agent", "help", "new"]
+
+
+async def test_a_guild_discord_refuses_leaves_the_others_published_and_is_tried_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.WARNING, "slashgate.discord")
+    async with fake_discord() as fake:
+        settings = make_settings(
+            discord_token=SecretStr(BOT_TOKEN),
+            discord_public_key=PUBLIC_KEY,
+            discord_api_base=fake.api_base,
+            discord_guild_ids=(111, 222),
+            state_path=tmp_path / "state.sqlite3",
+        )
+        fake.refuse_once.add("111")
+        with pytest.raises(RuntimeError, match=r"guild\(s\) 111 \(1 of 2 written"):
+            await publish_commands(settings, parity_runtime())
+        assert "agent" in [c["name"] for c in fake.commands["222"]]
+        assert "111" not in fake.commands
+        said = await publish_commands(settings, parity_runtime())  # the refused one, again
+        assert said.endswith("published 2 guild(s) (1 of 2 written)")
+    assert [c["name"] for c in fake.commands["111"]] == [c["name"] for c in fake.commands["222"]]
+    failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert failed == [
+        "publishing the Discord commands of guild 111 failed: HTTP 403 Missing Access"
+    ]
