@@ -9,6 +9,7 @@ from typing import Self
 
 from pydantic import Field, PositiveInt, SecretStr, field_validator, model_validator
 
+from gateway.host import RESERVED
 from gateway.settings import CoreSettings
 
 _NEEDED = ("discord_token", "discord_public_key")
@@ -70,6 +71,8 @@ class DiscordSettings(CoreSettings):
         name = value.lower().lstrip("/")
         if not re.fullmatch(r"[a-z0-9_-]{1,32}", name):
             raise ValueError("must be a Discord command name: 1-32 of a-z, 0-9, - and _")
+        if name in RESERVED:  # published once, as the umbrella: the gateway's own would be hidden
+            raise ValueError(f"must not be the gateway's command /{name}; the default is agent")
         return name
 
 

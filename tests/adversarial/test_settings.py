@@ -64,6 +64,19 @@ MISTAKES: list[tuple[dict[str, str], str]] = [
         {**DISCORD, "SLASHGATE_DISCORD_API_BASE": "https://"},
         "SLASHGATE_DISCORD_API_BASE: must be an http:// or https:// URL",
     ),
+    *(
+        (
+            {**DISCORD, "SLASHGATE_DISCORD_UMBRELLA_COMMAND": value},
+            f"SLASHGATE_DISCORD_UMBRELLA_COMMAND: must not be the gateway's command /{name}",
+        )
+        for value, name in [
+            ("help", "help"),
+            ("new", "new"),
+            ("/Cancel", "cancel"),
+            ("status", "status"),
+            ("mode", "mode"),
+        ]
+    ),
     ({"SLASHGATE_DISCORD_GUILD_IDS": "[-1]"}, "SLASHGATE_DISCORD_GUILD_IDS[0]: Input should be"),
     ({"SLASHGATE_DISCORD_GUILD_IDS": "123"}, "SLASHGATE_DISCORD_GUILD_IDS: Input should be"),
 ]
