@@ -52,7 +52,8 @@ def said(message: hikari.Message, me: int) -> Said | None:
         return None
     if message.guild_id is not None and me not in (message.user_mentions_ids or ()):
         return None
-    text = message.content or ""
+    # hikari passes the payload's content on unchecked: anything but a string is no text.
+    text = message.content if isinstance(message.content, str) else ""
     found = mention(me).match(text)
     if found is not None:
         text = text[found.end() :]

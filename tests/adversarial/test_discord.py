@@ -86,3 +86,20 @@ async def test_a_gateway_event_hikari_cannot_read_leaves_its_text_out_of_the_log
     failures = [r for r in caplog.records if r.name == "asyncio"]
     assert failures, "hikari's failure reached the loop's handler and the log"
     assert "the words of a private message" not in caplog.text
+
+
+async def test_a_message_whose_content_is_not_a_string_is_no_text(
+    gateway_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Read as given, an int content raised TypeError in the channel's listener.
+    odd = message_create("placeholder")
+    odd["content"] = 5
+    async with plain_gateway(gateway_server) as plain:
+        with caplog.at_level(logging.ERROR):
+            await plain.send(odd)
+            answered = await plain.say(message_create("/echo after"))
+    assert answered[-1].content == "after"
+    assert odd["id"] not in plain.taken  # no text, no file: not for the agent
+    # hikari logs what its listeners raise (hikari.event_manager).
+    failures = [r for r in caplog.records if r.name.startswith(("slashgate", "hikari"))]
+    assert failures == []
