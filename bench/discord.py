@@ -27,7 +27,6 @@ import asyncio
 import itertools
 import json
 import os
-import signal
 import statistics
 import sys
 import time
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.load import Server, cpu_seconds  # noqa: E402
+from bench.servers import serve_app, serve_slashgate  # noqa: E402
 
 TOKEN = "bench-discord-token"
 APPLICATION = "4242"
@@ -163,13 +163,11 @@ def hikari_app(api: str, public_key: str) -> web.Application:
     return app
 
 
-async def slashgate(api: str, public_key: str) -> None:
-    import tempfile
-
-    from pydantic import SecretStr
-
-    from slashgate.config import Settings
-    from slashgate.server import running
+async def serve(kind: str, api: str, public_key: str) -> None:
+    if kind == "hikari":
+        await serve_app(hikari_app(api, public_key))
+        return
+    from pydantic import SecretStr  # in the slashgate server's process alone, as servers.py
 
     settings: dict[str, Any] = {
         "port": 0,
@@ -179,31 +177,7 @@ async def slashgate(api: str, public_key: str) -> None:
         "discord_public_key": public_key,
         "discord_api_base": api,
     }
-    with tempfile.TemporaryDirectory(prefix="slashgate-bench-") as state:
-        settings["state_path"] = Path(state) / "state.sqlite3"
-        async with running(Settings(**settings)) as server:
-            print(f"listening on {server.url}", flush=True)
-            await until_terminated()
-
-
-async def until_terminated() -> None:
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await stop.wait()
-
-
-async def serve(kind: str, api: str, public_key: str) -> None:
-    if kind == "slashgate":
-        await slashgate(api, public_key)
-        return
-    runner = web.AppRunner(hikari_app(api, public_key), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    print(f"listening on http://127.0.0.1:{port}", flush=True)
-    await until_terminated()
-    await runner.cleanup()
+    await serve_slashgate(settings)
 
 
 async def start(kind: str, api: str, public_key: str) -> Server:

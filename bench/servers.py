@@ -52,9 +52,11 @@ async def bare_handler(request: web.Request) -> web.Response:
 
 
 async def serve_app(app: web.Application) -> None:
-    _, url = await listen(app)
+    """Serve ``app`` until SIGTERM, after saying where (the bench reads that line)."""
+    runner, url = await listen(app)
     print(f"listening on {url}", flush=True)
     await until_terminated()
+    await runner.cleanup()
 
 
 def bare() -> web.Application:
@@ -142,9 +144,6 @@ def bolt_app(api: str) -> web.Application:
 async def slashgate(kind: str, api: str) -> None:
     from pydantic import SecretStr
 
-    from slashgate.config import Settings
-    from slashgate.server import running
-
     # The store is the bench's choice (``--store``), never a file left in the work tree.
     store = os.environ.get("BENCH_STORE", "memory")
     settings: dict[str, Any] = {"port": 0, "log_level": "WARNING", "store": store}
@@ -167,8 +166,18 @@ async def slashgate(kind: str, api: str) -> None:
             "slack_rate_channel": UNPACED,  # as for Telegram: slack-bolt's say() is unpaced
             "slack_rate_update": UNPACED,
         }
+    await serve_slashgate(settings)
+
+
+async def serve_slashgate(settings: dict[str, Any]) -> None:
+    """``slashgate serve`` with ``settings`` until SIGTERM, its state file (on SQLite) in a
+    fresh folder, never one left in the work tree.
+    """
+    from slashgate.config import Settings
+    from slashgate.server import running
+
     with tempfile.TemporaryDirectory(prefix="slashgate-bench-") as state:
-        settings["state_path"] = Path(state) / "state.sqlite3"
+        settings = {**settings, "state_path": Path(state) / "state.sqlite3"}
         async with running(Settings(**settings)) as server:
             print(f"listening on {server.url}", flush=True)
             await until_terminated()
