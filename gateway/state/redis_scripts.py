@@ -93,24 +93,27 @@ end
 return 1
 """
 
-# KEYS: j, js, jseq, jc:<conversation>. ARGV: id
-FINISH = """
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
+# A lease let go if it is still this holder's. KEYS[1]: lease:<name>. ARGV[1]: its value.
+_LET_GO = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+"""
+
+# An entry dropped: its keys are the last four, j, js, jseq, jc:<conversation>; its id the last
+# argument (so that RELEASE_FINISHED is the lease's release and this).
+_DROP = """
+local o, id = #KEYS - 4, ARGV[#ARGV]
+redis.call('HDEL', KEYS[o + 1], id)
+redis.call('HDEL', KEYS[o + 2], id)
+redis.call('ZREM', KEYS[o + 3], id)
+redis.call('ZREM', KEYS[o + 4], id)
 return 1
 """
 
+# KEYS: j, js, jseq, jc:<conversation>. ARGV: id
+FINISH = _DROP
+
 # KEYS: lease:<name>, j, js, jseq, jc:<conversation>. ARGV: the lease's value, id
-RELEASE_FINISHED = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-redis.call('HDEL', KEYS[2], ARGV[2])
-redis.call('HDEL', KEYS[3], ARGV[2])
-redis.call('ZREM', KEYS[4], ARGV[2])
-redis.call('ZREM', KEYS[5], ARGV[2])
-return 1
-"""
+RELEASE_FINISHED = _LET_GO + _DROP
 
 # KEYS: jseq or jc:<conversation>, j, js. Seq, entry and status ('' for none) of each entry.
 PENDING = """
@@ -168,10 +171,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-"""
+RELEASE = _LET_GO + "return 1\n"
 
 SHAS = {
     script: sha1(script)
