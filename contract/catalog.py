@@ -8,7 +8,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-Category = Literal["invalid", "unsupported", "interactive_only", "busy", "timeout", "generic"]
+Category = Literal[
+    "invalid",
+    "unsupported",
+    "interactive_only",
+    "busy",
+    "timeout",
+    "generic",
+    "forbidden",
+    "rate_limited",
+]
 CATEGORIES: tuple[Category, ...] = (
     "invalid",
     "unsupported",
@@ -16,11 +25,14 @@ CATEGORIES: tuple[Category, ...] = (
     "busy",
     "timeout",
     "generic",
+    "forbidden",
+    "rate_limited",
 )
 
 
 class Catalog(BaseModel):
-    """User-facing texts. ``{name}`` is the command name, ``{error}`` the runtime's error text.
+    """User-facing texts. ``{name}`` is the command name, ``{error}`` the runtime's error text,
+    ``{retry}`` (``rate_limited`` only) the whole seconds until the sender may send again.
 
     The ``plain_*`` texts are for failures of input that was not a slash command.
     """
@@ -37,26 +49,37 @@ class Catalog(BaseModel):
     )
     timeout: str = "Slash command /{name} timed out. Retry in a moment."
     generic: str = "Slash command /{name} failed: {error}"
+    forbidden: str = "Slash command /{name} is not allowed for you here."
+    rate_limited: str = (
+        "Slash command /{name} could not run: you are sending too fast. Retry in {retry} s."
+    )
     plain_unsupported: str = "That request is not supported: {error}"
     plain_busy: str = "The session is busy. Retry in a moment."
     plain_timeout: str = "The request timed out. Retry in a moment."
     plain_generic: str = "The request failed: {error}"
     plain_invalid: str = "Invalid request: {error}"
     plain_interactive_only: str = "That only runs in the interactive TUI."
+    plain_forbidden: str = "You are not allowed to do that here."
+    plain_rate_limited: str = "You are sending too fast. Retry in {retry} s."
 
     @model_validator(mode="after")
     def _placeholders_are_known(self) -> Catalog:
         # A wrong placeholder would fail every matching reply: refuse it when configured.
         for key, template in self:
-            allowed = ("error",) if key.startswith("plain_") else ("name", "error")
+            plain = key.startswith("plain_")
+            allowed: tuple[str, ...] = ("error",) if plain else ("name", "error")
+            if key.endswith("rate_limited"):
+                allowed += ("retry",)
             problem = placeholder_problem(template, allowed)
             if problem:
                 raise ValueError(f"{key}: {problem}")
         return self
 
-    def text(self, category: Category, name: str | None, error: str | None = None) -> str:
+    def text(
+        self, category: Category, name: str | None, error: str | None = None, retry: int = 1
+    ) -> str:
         template: str = getattr(self, category if name is not None else f"plain_{category}")
-        return template.format(name=name, error=error or "failed")
+        return template.format(name=name, error=error or "failed", retry=max(1, retry))
 
 
 def placeholder_problem(template: str, allowed: tuple[str, ...]) -> str | None:

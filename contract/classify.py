@@ -178,9 +178,13 @@ class SlashContract:
             return self.catalog.text(result.kind, result.name)
         return None
 
-    def failure(self, category: Category, name: str | None, error: str | None = None) -> str:
-        """The standard text for a failure; ``name`` None means the input was not a command."""
-        return self.catalog.text(category, name, error)
+    def failure(
+        self, category: Category, name: str | None, error: str | None = None, retry: int = 1
+    ) -> str:
+        """The standard text for a failure; ``name`` None means the input was not a command.
+        ``retry``: the seconds a ``rate_limited`` sender waits.
+        """
+        return self.catalog.text(category, name, error, retry)
 
     @staticmethod
     def categorize(error_text: str | None) -> Category:

@@ -75,9 +75,11 @@ class Contracts:
         payload = unalias(result.payload, aliases) if aliases else result.payload
         return built_message(strict_payload(payload) if self._runtime.strict_names else payload)
 
-    def failure(self, category: Category, name: str | None, error: str | None = None) -> Reply:
+    def failure(
+        self, category: Category, name: str | None, error: str | None = None, retry: int = 1
+    ) -> Reply:
         """A failure worded by the contract; ``name``: the command the input was, if any."""
-        text = self.base.failure(category, name, error)
+        text = self.base.failure(category, name, error, retry)
         return Reply(text, category, slash=name is not None)
 
     def failed(self, name: str | None, error: str) -> Reply:
