@@ -40,6 +40,7 @@ from bench.loadrig import (  # noqa: E402
     Proc,
     cpu_of,
     gateway,
+    open_access,
     pin,
     redis_binary,
     redis_server,
@@ -95,7 +96,7 @@ async def measure(replicas: int, options: Options, folder: Path) -> Row:
         env = {
             "telegram_token": TOKEN, "telegram_secret": SECRET, "store": "redis",
             "redis_url": redis_url(redis), "inventory_wait": "0", "log_level": "WARNING",
-            **unpaced(options.tree),
+            **unpaced(options.tree), **open_access(options.tree),
         }  # fmt: skip
         fake_of = [fakes.urls[i % len(fakes.urls)] for i in range(replicas)]
         gateways = [

@@ -35,6 +35,7 @@ from aiohttp import web
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.loadrig import OPEN_ACCESS  # noqa: E402
 from bench.platforms import listen  # noqa: E402
 
 TELEGRAM_TOKEN = "123456:bench-token_for-the-fake-bot-api"
@@ -176,8 +177,9 @@ async def serve_slashgate(settings: dict[str, Any]) -> None:
     from slashgate.config import Settings
     from slashgate.server import running
 
+    opened = {k: v for k, v in OPEN_ACCESS.items() if k in Settings.model_fields}
     with tempfile.TemporaryDirectory(prefix="slashgate-bench-") as state:
-        settings = {**settings, "state_path": Path(state) / "state.sqlite3"}
+        settings = {**opened, **settings, "state_path": Path(state) / "state.sqlite3"}
         async with running(Settings(**settings)) as server:
             print(f"listening on {server.url}", flush=True)
             await until_terminated()

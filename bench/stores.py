@@ -33,6 +33,7 @@ from bench.loadrig import (  # noqa: E402
     cpu_of,
     gateway,
     load,
+    open_access,
     redis_binary,
     redis_server,
     redis_url,
@@ -54,7 +55,7 @@ async def measure(store: str, updates: int, folder: Path, tree: Path) -> tuple[f
         env = {
             "telegram_token": TOKEN, "telegram_secret": SECRET,
             "telegram_api_base": fakes.urls[0], "store": store, "inventory_wait": "0",
-            "log_level": "WARNING", **unpaced(tree),
+            "log_level": "WARNING", **unpaced(tree), **open_access(tree),
             "state_path": str(folder / f"{store}-{time.monotonic_ns()}.sqlite3"),
         }  # fmt: skip
         server: Proc | None = None

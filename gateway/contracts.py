@@ -49,7 +49,7 @@ class Contracts:
         """Gateway commands only: for input that cannot reach a runtime session."""
         return SlashContract(
             interactive_only=self.base.interactive_only,
-            host_commands=host_commands(SessionInfo()),
+            host_commands=host_commands(SessionInfo(), unlisted=True),
             bot_username=bot_username,
             catalog=self.base.catalog,
         )

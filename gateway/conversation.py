@@ -229,12 +229,12 @@ class Conversation:
         """
         commands = self.info.commands
         if commands is None:
-            host = host_commands(self.info)
+            host = host_commands(self.info, unlisted=True)
             return _shared_contract(known, base.interactive_only, host, bot_username, base.catalog)
         cached = self._contract
         contract = None if cached is None or cached[0] != bot_username else cached[1]()
         if contract is None:
-            host = host_commands(self.info)
+            host = host_commands(self.info, unlisted=True)
             contract = _shared_contract(
                 commands, base.interactive_only, host, bot_username, base.catalog
             )

@@ -9,6 +9,7 @@ import asyncio
 
 from contract import Catalog, Category, Command
 
+from .access import Access
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import Delivery
@@ -61,11 +62,14 @@ class Gateway:
             delivery,
             stopper,
         )
-        tools = HostTools(menus, stopper, self.journal, runtime)
+        self.access = access = Access(settings, self.store, self.metrics)
+        tools = HostTools(menus, stopper, self.journal, runtime, access)
         router = Router(
             settings, self.journal, contracts, conversations, runs, delivery, tools, stopper
         )
-        intake = Intake(self.journal, self.metrics, contracts, conversations, router, delivery)
+        intake = Intake(
+            self.journal, self.metrics, contracts, conversations, router, delivery, access
+        )
         self._recovery = Recovery(
             settings,
             self.journal,

@@ -1,5 +1,5 @@
 """The gateway's own commands as the menus and the contract know them (/help /new /cancel
-/status /mode): never forwarded to the runtime. What each does is gateway/host_handlers.py.
+/status /mode /pair): never forwarded to the runtime. What each does is gateway/host_handlers.py.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ Telegram, whose clients make ``/pr_review`` tappable); None when it has none."""
 class HostCommand:
     command: Command
     needs_modes: bool = False
+    # In the menus and /help (seen by everyone, the same on every channel); /pair is for
+    # owners, whom the pairing reply tells of it.
+    listed: bool = True
 
     def available(self, info: SessionInfo) -> bool:
         return not self.needs_modes or bool(info.modes)
@@ -40,14 +43,25 @@ HOST_COMMANDS: tuple[HostCommand, ...] = (
         ),
         needs_modes=True,
     ),
+    HostCommand(
+        Command(
+            name="pair",
+            description="Approve a new user's pairing code (owners)",
+            hint="code",
+            source="gateway",
+        ),
+        listed=False,
+    ),
 )
 RESERVED = frozenset(h.command.name for h in HOST_COMMANDS)
 """The gateway's command names: a runtime command of the same name is listed as an alias."""
 
 
-def host_commands(info: SessionInfo) -> tuple[Command, ...]:
-    """The gateway's commands offered in a session that reported ``info``."""
-    return tuple(h.command for h in HOST_COMMANDS if h.available(info))
+def host_commands(info: SessionInfo, unlisted: bool = False) -> tuple[Command, ...]:
+    """The gateway's commands offered in a session that reported ``info``: those of the menus,
+    or (``unlisted``) every one the contract recognizes.
+    """
+    return tuple(h.command for h in HOST_COMMANDS if h.available(info) and (unlisted or h.listed))
 
 
 def command_line(command: Command, label: str | None = None) -> str:

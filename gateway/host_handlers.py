@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from contract import Classification, Command
 
+from .access import Access
 from .conversation import Conversation
 from .host import command_line, host_commands
+from .inbound import InboundMessage
 from .journal import Journal
 from .menus import Menus
 from .runtimes.base import Runtime
@@ -27,29 +29,39 @@ class HostTools:
     stopper: Stopper
     journal: Journal
     runtime: Runtime
+    access: Access
 
 
-Handler = Callable[[HostTools, Conversation, Classification], Awaitable[str]]
+Handler = Callable[[HostTools, Conversation, Classification, InboundMessage], Awaitable[str]]
 
 
-async def _help(tools: HostTools, conv: Conversation, result: Classification) -> str:
+async def _help(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
     channel, _, conversation = conv.key.partition(":")
     labeler = tools.menus.labelers.get(channel)
 
     def line(command: Command) -> str:
         return command_line(command, labeler(conversation, command.name) if labeler else None)
 
-    host = host_commands(conv.info)
+    def offered(commands: tuple[Command, ...]) -> list[Command]:
+        # What the sender may not run is not offered (owner-only commands).
+        return [c for c in commands if tools.access.may_run(message, c.name)]
+
+    # /pair is not listed: the pairing reply names it to the one who needs it, the owner.
+    host = offered(host_commands(conv.info))
     # A session still opening has reported nothing yet: the agent's commands as last seen.
     known = conv.info.commands if conv.info.commands is not None else tools.menus.inventory
-    runtime = known or ()
+    runtime = offered(known or ())
     lines = ["**Gateway commands**", *(line(c) for c in host)]
     lines += ["", "**Agent commands**"]
     lines += [line(c) for c in runtime] if runtime else ["- none reported yet"]
     return "\n".join(lines)
 
 
-async def _new(tools: HostTools, conv: Conversation, result: Classification) -> str:
+async def _new(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
     # Queue first, then stop the run: the slot comes to /new before any queued follow-up,
     # so the old session is closed under no turn and the follow-ups run in the new one.
     slot = asyncio.ensure_future(conv.acquire(front=True))
@@ -62,13 +74,17 @@ async def _new(tools: HostTools, conv: Conversation, result: Classification) -> 
     return "Started a new session." + (" The running turn was cancelled." if stopped else "")
 
 
-async def _cancel(tools: HostTools, conv: Conversation, result: Classification) -> str:
+async def _cancel(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
     if await tools.stopper.stop_run(conv) or await tools.journal.cancel_elsewhere(conv.key):
         return "Cancelled the running turn."
     return "Nothing is running."
 
 
-async def _status(tools: HostTools, conv: Conversation, result: Classification) -> str:
+async def _status(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
     run = conv.run
     if run is None:
         state = "idle"
@@ -90,7 +106,9 @@ async def _status(tools: HostTools, conv: Conversation, result: Classification) 
     return "\n".join(lines)
 
 
-async def _mode(tools: HostTools, conv: Conversation, result: Classification) -> str:
+async def _mode(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
     modes = conv.info.modes
     listing = ", ".join(f"`{m.id}`" for m in modes)
     wanted = result.args.strip()
@@ -105,11 +123,21 @@ async def _mode(tools: HostTools, conv: Conversation, result: Classification) ->
     return f"Mode set to `{match.id}`."
 
 
+async def _pair(
+    tools: HostTools, conv: Conversation, result: Classification, message: InboundMessage
+) -> str:
+    code = result.args.strip()
+    if not code:
+        return "Send `/pair CODE` with the pairing code the new user was given."
+    return await tools.access.approve(message.channel, code)
+
+
 HANDLERS: dict[str, Handler] = {
     "help": _help,
     "new": _new,
     "cancel": _cancel,
     "status": _status,
     "mode": _mode,
+    "pair": _pair,
 }
 """By command name: one for each of host.HOST_COMMANDS."""

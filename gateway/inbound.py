@@ -28,7 +28,12 @@ class Attachment:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class InboundMessage:
-    """A platform message after channel normalization (markup decoded, own mention removed)."""
+    """A platform message after channel normalization (markup decoded, own mention removed).
+
+    ``user`` is the sender's immutable platform id. ``direct``: a one-to-one chat with the bot;
+    else ``groups`` are the ids of the place it was written in, as the access policy lists
+    them (Telegram's chat; Slack's channel and team; Discord's channel and guild).
+    """
 
     channel: str
     conversation: str
@@ -38,6 +43,8 @@ class InboundMessage:
     bot_username: str | None = None
     attachments: tuple[Attachment, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    direct: bool = False
+    groups: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

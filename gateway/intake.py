@@ -10,10 +10,11 @@ import time
 from typing import Any
 
 from . import logs
+from .access import Access, Over, Pairing, Refusal
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import NO_SINK, Delivery, log_turn
-from .inbound import InboundMessage, Outcome, ReplySink
+from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .journal import Journal
 from .metrics import Metrics
 from .routing import Router
@@ -33,8 +34,10 @@ class Intake:
         conversations: Conversations,
         router: Router,
         delivery: Delivery,
+        access: Access,
     ) -> None:
         self._journal = journal
+        self._access = access
         self._metrics = metrics
         self._contracts = contracts
         self._conversations = conversations
@@ -64,10 +67,19 @@ class Intake:
         bound = logs.bind(message.channel, message.conversation, message.message_id)
         sink = sink or NO_SINK
         conversations = self._conversations
+        # Chat channels only: the webhook and the web chat are the token holder's.
+        policy = self._access.chats.get(message.channel)
+        admitted = False
         try:
             if conversations.closing:
                 outcome = await self._refuse(message, sink, SHUTTING_DOWN, entry)
+            elif (
+                policy is not None
+                and (refusal := await self._access.admit(message, policy)) is not None
+            ):
+                outcome = await self._refused(message, sink, refusal, entry)
             else:
+                admitted = policy is not None
                 # An open conversation's input goes straight on; another waits for its session.
                 conv = conversations.enter(message.key)
                 try:
@@ -80,6 +92,8 @@ class Intake:
             if log.isEnabledFor(logging.INFO):
                 log_turn(outcome, time.monotonic() - started)
         finally:
+            if admitted:
+                self._access.leave(message)
             logs.reset(bound)
         self._metrics.handled(message.channel, outcome)
         return outcome
@@ -93,6 +107,22 @@ class Intake:
         except OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
             return await self._refuse(message, sink, str(exc), entry)
         return await self._router.route(conv, message, sink, entry)
+
+    async def _refused(
+        self, message: InboundMessage, sink: ReplySink, refusal: Refusal, entry: Entry | None
+    ) -> Outcome:
+        """What the access stage refused: the limits' text once per window, a stranger's
+        pairing code, or nothing at all (a place or sender the policy does not admit).
+        """
+        result = self._contracts.host(message.bot_username).classify(message.text)
+        name = result.name if result.kind != "not_slash" else None
+        if isinstance(refusal, Pairing):
+            reply = Reply(refusal.text)
+        elif isinstance(refusal, Over) and refusal.tell:
+            reply = self._contracts.failure("rate_limited", name, retry=refusal.retry)
+        else:
+            return await self._delivery.drop(result, entry)
+        return await self._delivery.finish(sink, result, None, reply, entry)
 
     async def _refuse(
         self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None

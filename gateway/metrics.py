@@ -239,6 +239,12 @@ class Metrics:
             buckets=STORE_BUCKETS,
             registry=registry,
         )
+        self.access_denied_total = Counter(
+            "slashgate_access_denied",
+            "Inputs the access policy refused, by channel and reason (docs/access.md).",
+            ["channel", "reason"],
+            registry=registry,
+        )
         self.malformed_requests = Counter(
             "slashgate_malformed_requests",
             "HTTP requests answered with a 4xx, by status.",
@@ -313,6 +319,9 @@ class Metrics:
     def dedupe_hit(self, channel: str) -> None:
         """One input delivered again on ``channel`` and not run twice."""
         self._labelled(self.dedupe_hits, channel).inc()
+
+    def access_denied(self, channel: str, reason: str) -> None:
+        self.access_denied_total.labels(channel, reason).inc()
 
     def malformed_request(self, status: int) -> None:
         self._labelled(self.malformed_requests, str(status)).inc()

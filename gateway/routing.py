@@ -41,6 +41,7 @@ class Router:
         stopper: Stopper,
     ) -> None:
         self._settings = settings
+        self._access = tools.access
         self._journal = journal
         self._contracts = contracts
         self._conversations = conversations
@@ -82,6 +83,10 @@ class Router:
                     else await contract_work(conv.key, text, contract.classify, text)
                 )
                 rejection = contracts.rejection(result)
+        if rejection is None and result.command is not None and self._access.policies:
+            if not self._access.may_run(message, result.command):
+                forbidden = contracts.failure("forbidden", result.name)
+                return await self._delivery.finish(sink, result, None, forbidden, entry)
         if rejection is not None:
             return await self._delivery.finish(sink, result, None, rejection, entry)
         if result.source == "gateway":
@@ -133,7 +138,8 @@ class Router:
         """The reply of a gateway command: what its handler says, or its failure."""
         assert result.command is not None  # a gateway command has its name
         try:
-            reply = Reply(await HANDLERS[result.command](self._tools, conv, result), slash=True)
+            handler = HANDLERS[result.command]
+            reply = Reply(await handler(self._tools, conv, result, message), slash=True)
         except Exception as exc:
             log.exception("/%s failed in %s", result.command, conv.key)
             reply = self._contracts.failed(result.command, str(exc) or type(exc).__name__)

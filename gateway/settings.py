@@ -79,6 +79,11 @@ class CoreSettings(BaseSettings):
     catalog: dict[str, str] = {}
     show_reasoning: Literal["collapsed", "off"] = "collapsed"  # the agent's thoughts in chats
 
+    # per-sender limits on the chat channels (docs/access.md); 0: no limit
+    sender_rate: float = Field(20.0, ge=0, allow_inf_nan=False)  # inputs a minute
+    sender_burst: int = Field(5, ge=1)  # inputs at once, on top of the rate
+    sender_max_queued: int = Field(5, ge=0)  # inputs in the gateway at once, all conversations
+
     # state: the inbound journal, dedupe, runtime session ids (see docs/reliability.md)
     store: Literal["memory", "sqlite", "redis"] = "sqlite"
     state_path: Path = Path("slashgate-state.sqlite3")

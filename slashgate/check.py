@@ -25,6 +25,10 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
     secrets = Secrets(secrets_of(settings))
     names = ", ".join(c.name for c in channels)
     print(f"config: ok (runtime {settings.runtime}; channels {names})", flush=True)
+    for name in gateway.access.chats:
+        print(f"access {name}: {gateway.access.summary(name)}", flush=True)
+        for warning in gateway.access.warnings(name):
+            print(f"warning: {warning}", flush=True)
     parts: list[tuple[str, Callable[[], Awaitable[str]]]] = [
         (f"runtime {runtime.name}", lambda: _runtime(runtime)),
         (f"store {settings.store}", lambda: _store(gateway.store)),

@@ -20,6 +20,7 @@ from gateway.runtimes.stdio import missing_program, program
 from gateway.settings import CoreSettings
 from gateway.validation import describe_validation_error
 
+from . import access_cli
 from .check import check, described
 from .config import ConfigError, load_settings
 from .registry import settings_as
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         "sync", help="publish the application commands for the effective inventory now"
     )
     sync.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    access_cli.add_parser(commands)
     verify = commands.add_parser(
         "check",
         help="validate the configuration and reach each platform and the runtime once",
@@ -78,6 +80,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         settings = load_settings(
             args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
         )
+        if args.command == "access":
+            if mistake := access_cli.problem(args, settings):
+                raise ConfigError([mistake])
         if args.command == "slack":
             request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
         if args.command == "discord" and not discord.enabled(
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         ):
             raise ConfigError(["discord sync needs discord_token and discord_public_key"])
         # A backend checks its own settings when built: a mistake there is configuration too.
-        if runtime is None:
+        if runtime is None and args.command != "access":  # access needs the store only
             runtime = build_runtime(settings)
             if args.command == "serve":
                 _agent_program_exists(settings)
@@ -100,6 +105,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
     logs.configure(settings)
+    if args.command == "access":
+        return access_cli.run(args, settings)
+    assert runtime is not None  # built above for every other command
     if args.command == "check":
         return asyncio.run(check(settings, runtime))
     if args.command == "serve":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from channels.discord import settings as discord
 from channels.slack import settings as slack
@@ -16,6 +16,7 @@ from channels.telegram import settings as telegram
 from channels.webchat import settings as webchat
 from channels.webhook import settings as webhook
 from channels.webhook.exposure import open_webhook_refusal
+from gateway.access import Policy
 from gateway.channel import Channel
 from gateway.core import Gateway
 from gateway.settings import CoreSettings
@@ -32,6 +33,7 @@ def settings_as(model: type[S], settings: CoreSettings) -> S:
 
 @dataclass(frozen=True)
 class Plug(Generic[S]):
+    name: str
     settings: type[S]
     enabled: Callable[[S], bool]
     # "module:Class", imported only when the channel is on: aiogram alone takes seconds and
@@ -40,6 +42,10 @@ class Plug(Generic[S]):
     # Why the gateway must not start with these settings (None: it may), asked before
     # anything starts: the webhook's refusal to serve /v1 open to anyone.
     refusal: Callable[[S], str | None] | None = None
+    # "chat": its senders are platform users, and the access policy of its settings
+    # (gateway.access.access_settings) decides who talks; deny by default for a new channel.
+    # "token": reached with the gateway's token (the webhook, the web chat).
+    access: Literal["chat", "token"] = "chat"
 
     def refuses(self, settings: CoreSettings) -> str | None:
         return self.refusal(settings_as(self.settings, settings)) if self.refusal else None
@@ -51,21 +57,45 @@ class Plug(Generic[S]):
             return None
         module, _, name = self.channel.partition(":")
         made: Channel = getattr(importlib.import_module(module), name)(gateway, own)
+        gateway.access.configure(self.name, Policy.of(own, self.name, self.access == "chat"))
         return made
 
 
 CHANNELS: tuple[Plug[Any], ...] = (
     Plug(
+        "webhook",
         webhook.WebhookSettings,
         webhook.enabled,
         "channels.webhook.channel:WebhookChannel",
         open_webhook_refusal,
+        access="token",
     ),
-    Plug(webchat.WebchatSettings, webchat.enabled, "channels.webchat.channel:WebchatChannel"),
-    Plug(telegram.TelegramSettings, telegram.enabled, "channels.telegram.channel:TelegramChannel"),
-    Plug(slack.SlackSettings, slack.enabled, "channels.slack.channel:SlackChannel"),
-    Plug(discord.DiscordSettings, discord.enabled, "channels.discord.channel:DiscordChannel"),
+    Plug(
+        "webchat",
+        webchat.WebchatSettings,
+        webchat.enabled,
+        "channels.webchat.channel:WebchatChannel",
+        access="token",
+    ),
+    Plug(
+        "telegram",
+        telegram.TelegramSettings,
+        telegram.enabled,
+        "channels.telegram.channel:TelegramChannel",
+    ),
+    Plug("slack", slack.SlackSettings, slack.enabled, "channels.slack.channel:SlackChannel"),
+    Plug(
+        "discord",
+        discord.DiscordSettings,
+        discord.enabled,
+        "channels.discord.channel:DiscordChannel",
+    ),
 )
+
+
+def chat_channels() -> list[str]:
+    """The channels whose senders the access policy checks, by name."""
+    return [plug.name for plug in CHANNELS if plug.access == "chat"]
 
 
 def refusal(settings: CoreSettings) -> str | None:

@@ -167,6 +167,7 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
                 await channel.start()
                 started.append(channel)
                 log.info("channel: %s", channel.describe())
+                await _log_access(gateway, channel.name)
                 gateway.recoverable(channel.name, channel.recovered)
             await gateway.recover()
         except Exception as exc:  # a port in use, a refused token, an agent that is not there
@@ -183,6 +184,19 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
         await gateway.stop()
         loop.set_exception_handler(handler)
         gc.unfreeze()
+
+
+async def _log_access(gateway: Gateway, channel: str) -> None:
+    """A chat channel's policy in one line, each open door in a warning, and how to approve
+    the first sender while it has no owner.
+    """
+    if channel not in gateway.access.chats:
+        return
+    log.info("access: %s: %s", channel, gateway.access.summary(channel))
+    for warning in gateway.access.warnings(channel):
+        log.warning("access: %s", warning)
+    if hint := await gateway.access.first_owner_hint(channel):
+        log.info("access: %s", hint)
 
 
 def settle() -> None:

@@ -69,6 +69,21 @@ def case_view(result: Classification, message: str | None) -> dict[str, Any]:
     }
 
 
+CHAT_CHANNELS = ("telegram", "slack", "discord")
+# The channel tests predate the access policy: they talk as anyone, anywhere, as fast as they
+# like. tests/access checks the policy itself from its real defaults (ACCESS_DEFAULTS).
+OPEN_ACCESS: dict[str, Any] = {
+    **{f"{c}_{p}": "open" for c in CHAT_CHANNELS for p in ("dm_policy", "group_policy")},
+    "sender_rate": 0.0,
+    "sender_max_queued": 0,
+}
+# The same for a gateway in a process of its own (SLASHGATE_* variables).
+OPEN_ENV = {name: str(value) for name, value in OPEN_ACCESS.items()}
+ACCESS_DEFAULTS: dict[str, Any] = {
+    name: Settings.model_fields[name].get_default(call_default_factory=True) for name in OPEN_ACCESS
+}
+
+
 def make_settings(**overrides: Any) -> Settings:
     """Settings for tests: loopback, an ephemeral port, no environment leaking in."""
     # The defaults, not Settings(): a developer's SLASHGATE_* variables must not leak in.
@@ -81,6 +96,7 @@ def make_settings(**overrides: Any) -> Settings:
         "port": 0,
         "inventory_wait": 2.0,
         "store": "memory",  # a test that wants durable state names its own file
+        **OPEN_ACCESS,
     }
     return Settings.model_construct(**{**defaults, **base, **overrides})
 

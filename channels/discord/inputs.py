@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
@@ -14,7 +15,7 @@ import hikari
 
 from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
-from gateway.inbound import Attachment, InboundMessage, ReplySink
+from gateway.inbound import InboundMessage, ReplySink
 from gateway.state import Entry
 from gateway.tasks import BackgroundTasks
 
@@ -169,20 +170,24 @@ class DiscordInputs:
         await self._tasks.drain(grace)
 
     async def message(self, said: Input) -> InboundMessage:
-        """The input as a message, its files fetched (AttachmentError when they cannot be)."""
-        attachments: tuple[Attachment, ...] = ()
-        if said.files:
-            assert self.session is not None  # made at start
-            attachments = await self.files.fetch(self.session, said.files)
-        return InboundMessage(
+        """The input as a message, its files fetched (AttachmentError when they cannot be)
+        where its sender may talk.
+        """
+        message = InboundMessage(
             channel=self.name,
             conversation=said.conversation,
             user=said.user,
             text=said.text,
             message_id=said.message_id,
-            attachments=attachments,
             meta={"guild": said.guild},
+            direct=said.guild is None,
+            groups=(said.conversation, said.guild) if said.guild else (said.conversation,),
         )
+        if said.files and await self.gateway.access.lets_talk(message):
+            assert self.session is not None  # made at start
+            attachments = await self.files.fetch(self.session, said.files)
+            message = replace(message, attachments=attachments)
+        return message
 
     def _sink(self, invocation: Invocation) -> DiscordSink:
         return DiscordSink(

@@ -9,15 +9,18 @@ from typing import Self
 
 from pydantic import Field, PositiveInt, SecretStr, field_validator, model_validator
 
+from gateway.access import Ids, access_settings
 from gateway.host import RESERVED
-from gateway.settings import CoreSettings
+
+# Discord's user, guild and channel ids: snowflakes, whole numbers.
+IDS = Ids(re.compile(r"[0-9]{1,20}"), "a Discord user, guild or channel id (a snowflake)")
 
 _NEEDED = ("discord_token", "discord_public_key")
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")  # an Ed25519 public key: 32 bytes
 _URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 
 
-class DiscordSettings(CoreSettings):
+class DiscordSettings(access_settings("discord", IDS)):  # type: ignore[misc]
     discord_token: SecretStr | None = None  # the bot token (Bot tab of the application)
     discord_public_key: str | None = None  # General Information: verifies each interaction
     discord_api_base: str = "https://discord.com/api/v10"

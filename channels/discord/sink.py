@@ -82,9 +82,13 @@ class DiscordSink(AnsweringSink):
                 return  # logged; the rest of a reply with a hole would mislead
 
     async def aclose(self) -> None:
-        """The input is over, with or without a final reply: no more changes."""
+        """The input is over, with or without a final reply: no more changes. Without one
+        (the access policy ignored it), the "thinking" response goes: nothing is said.
+        """
         await self._stop_streaming()
         self.activity.cancel()
+        if not self.finished:
+            await self.messages.delete()
 
     async def _stop_streaming(self) -> None:
         if self._stream is not None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.response import BoltResponse
 
 from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
-from gateway.inbound import Attachment, InboundMessage, ReplySink
+from gateway.inbound import InboundMessage, ReplySink
 from gateway.state import Entry, StoreUnavailable
 from gateway.tasks import BackgroundTasks
 
@@ -139,21 +140,26 @@ class SlackInputs:
         return entry
 
     async def _message(self, received: Received) -> InboundMessage:
-        """The message, its files fetched (AttachmentError when they cannot be)."""
+        """The message, its files fetched (AttachmentError when they cannot be) where its
+        sender may talk.
+        """
         target, text, message_id, files = received
-        attachments: tuple[Attachment, ...] = ()
-        if files:
-            assert self.outbox.session is not None  # made at start
-            attachments = await self.files.fetch(self.outbox.session, files)
-        return InboundMessage(
+        message = InboundMessage(
             channel=self.name,
             conversation=target.conversation,
             user=target.user,
             text=text,
             message_id=message_id,
-            attachments=attachments,
             meta={"team": target.team},
+            # A direct message's channel is an IM: its id starts with D.
+            direct=target.channel.startswith("D"),
+            groups=(target.channel, target.team) if target.team else (target.channel,),
         )
+        if files and await self.gateway.access.lets_talk(message):
+            assert self.outbox.session is not None  # made at start
+            attachments = await self.files.fetch(self.outbox.session, files)
+            message = replace(message, attachments=attachments)
+        return message
 
     def _sink(self, target: Target) -> SlackSink:
         return SlackSink(self.outbox, target, self.show_reasoning)

@@ -4,16 +4,21 @@ and the signing secret are set.
 
 from __future__ import annotations
 
+import re
 from typing import Self
 
 from pydantic import SecretStr, field_validator, model_validator
 
-from gateway.settings import CoreSettings, Rate
+from gateway.access import Ids, access_settings
+from gateway.settings import Rate
+
+# Slack's ids: users U/W..., channels C/G/D..., teams T..., in capitals and digits.
+IDS = Ids(re.compile(r"[A-Z][A-Z0-9]{1,20}"), "a Slack user, channel or team id (e.g. U024BE7LH)")
 
 _NEEDED = ("slack_bot_token", "slack_signing_secret")
 
 
-class SlackSettings(CoreSettings):
+class SlackSettings(access_settings("slack", IDS)):  # type: ignore[misc]
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None

@@ -4,14 +4,19 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
-from gateway.settings import CoreSettings, Rate
+from gateway.access import Ids, access_settings
+from gateway.settings import Rate
+
+# Telegram's user and chat ids: whole numbers (groups' are negative).
+IDS = Ids(re.compile(r"-?[0-9]{1,20}"), "a Telegram user or chat id (a whole number)")
 
 
-class TelegramSettings(CoreSettings):
+class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
     telegram_token: SecretStr | None = None
     telegram_secret: SecretStr | None = None
     telegram_mode: Literal["webhook", "polling"] = "webhook"

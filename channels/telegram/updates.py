@@ -72,7 +72,7 @@ class Updates:
             return
         inbound, sink = received
         try:
-            if files:
+            if files and await self.gateway.access.lets_talk(inbound):  # not a stranger's
                 try:
                     inbound = replace(inbound, attachments=await self.files.fetch(files))
                 except AttachmentError as exc:  # one reply; nothing goes to the runtime
@@ -110,6 +110,8 @@ class Updates:
             message_id=str(message.message_id),
             bot_username=me.username,
             meta={"chat_type": message.chat.type},
+            direct=target.private,
+            groups=(str(message.chat.id),),
         )
         return inbound, TelegramSink(self.outbox, target, message.from_user.id)
 

@@ -16,7 +16,7 @@ from tests.parity_check import same_as_webhook, watch, webhook
 
 from .fake import fake_discord
 from .harness import discord_gateway
-from .interactions import command
+from .interactions import USER, command
 
 HEADER, CASES = load_parity()
 INVENTORY = tuple(Command(**c) for c in HEADER["inventory"])
@@ -81,7 +81,11 @@ async def test_parity_case_through_discord(gateway_server, monkeypatch, case, fo
     async with (
         fake_discord() as fake,
         discord_gateway(
-            gateway_server, fake, parity_runtime(), interactive_only=HEADER["interactive_only"]
+            gateway_server,
+            fake,
+            parity_runtime(),
+            interactive_only=HEADER["interactive_only"],
+            discord_owners=[USER],  # an owner's /help lists /new in a server channel
         ) as h,
     ):
         seen = watch(monkeypatch, h.server.gateway, "discord")

@@ -13,7 +13,7 @@ from contract import Command
 from tests.slack.slack_harness import Recorder
 
 from .fake import BOT_USER
-from .interactions import GUILD, user
+from .interactions import GUILD, USER, user
 from .plain_harness import DM, ROOM, mentioning, message_create, plain_gateway
 
 DEPLOY = (Command(name="deploy"),)
@@ -46,7 +46,8 @@ async def test_a_dm_gets_the_webhooks_answer_as_a_reply(gateway_server):
 
 async def test_a_mention_is_answered_without_the_mention_in_the_input(gateway_server):
     recorder = Recorder(DEPLOY)
-    async with plain_gateway(gateway_server, recorder.runtime) as p:
+    # An owner's /help lists /new in a server channel, as the webhook's does.
+    async with plain_gateway(gateway_server, recorder.runtime, discord_owners=[USER]) as p:
         web = await webhook(p.h.server.url, "/help")
         [help_text] = await p.say(mentioning("/help"))
         await p.say(mentioning("deploy to prod, please"))

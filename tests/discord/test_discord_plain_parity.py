@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import load_parity, parity_runtime
 from tests.parity_check import same_as_webhook, watch, webhook
 
+from .interactions import USER
 from .plain_harness import mentioning, message_create, plain_gateway
 
 HEADER, CASES = load_parity()
@@ -33,7 +34,11 @@ def params() -> list[Any]:
 async def test_parity_case_through_discord_messages(gateway_server, monkeypatch, case, form):
     text = case["text"]
     interactive = HEADER["interactive_only"]
-    async with plain_gateway(gateway_server, parity_runtime(), interactive_only=interactive) as p:
+    # An owner's /help lists /new in a server channel.
+    owner = {"discord_owners": [USER]}
+    async with plain_gateway(
+        gateway_server, parity_runtime(), interactive_only=interactive, **owner
+    ) as p:
         seen = watch(monkeypatch, p.h.server.gateway, "discord")
         web = await webhook(p.h.discord.session, p.h.server.url, text)
         replies = await p.say(message_create(text) if form == "dm" else mentioning(text))

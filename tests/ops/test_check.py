@@ -45,6 +45,8 @@ async def test_every_part_is_reached_once_and_reported_on_one_line(tmp_path: Pat
             signing_secret = "{SIGNING_SECRET}"
             app_token = "{APP_TOKEN}"
             api_base = "{slack.api_base}"
+            dm_policy = "open"
+            owners = ["U024BE7LH"]
             """,
         )
         status, lines = await check(config)
@@ -53,6 +55,11 @@ async def test_every_part_is_reached_once_and_reported_on_one_line(tmp_path: Pat
     assert status == 0, lines
     assert lines == [
         "config: ok (runtime embedded; channels webhook, webchat, telegram, slack)",
+        "access telegram: dm_policy=pairing group_policy=allowlist group_members=anyone "
+        "owners: none configured",
+        "access slack: dm_policy=open group_policy=allowlist group_members=anyone "
+        "owners: U024BE7LH",
+        "warning: slack: dm_policy is open: anyone who finds the bot drives the agent",
         "runtime embedded: ok (embedded (demo))",
         "store sqlite: ok (sqlite store answers)",
         "webhook: ok (no platform to reach)",
@@ -80,10 +87,11 @@ async def test_a_refused_token_fails_its_line_and_the_exit_status(tmp_path: Path
         status, lines = await check(config)
     assert status == 1
     assert lines[0].startswith("config: ok")
-    assert lines[1] == "runtime pi: FAILED: no-such-pi-program not found or not executable"
-    assert lines[2] == "store memory: ok (memory store answers)"
-    assert lines[4] == "webchat: ok (no platform to reach)"
-    assert lines[5].startswith("telegram: FAILED: Telegram")
+    assert lines[1].startswith("access telegram: dm_policy=pairing")
+    assert lines[2] == "runtime pi: FAILED: no-such-pi-program not found or not executable"
+    assert lines[3] == "store memory: ok (memory store answers)"
+    assert lines[5] == "webchat: ok (no platform to reach)"
+    assert lines[6].startswith("telegram: FAILED: Telegram")
     assert not any(wrong in line for line in lines)
 
 

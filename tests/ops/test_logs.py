@@ -181,6 +181,9 @@ async def test_no_secret_is_ever_logged(tmp_path: Any) -> None:
             "slack_signing_secret": SIGNING_SECRET,
             "slack_app_token": APP_TOKEN,
             "slack_api_base": slack.api_base,
+            # Strangers' messages must reach the platforms' failures below.
+            "telegram_dm_policy": "open",
+            "slack_group_policy": "open",
         }
         async with serve_subprocess(**env) as served, aiohttp.ClientSession() as http:
             post = _poster(http, served.url)

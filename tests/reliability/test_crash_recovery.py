@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from tests.conftest import OPEN_ENV
 from tests.reliability.gateway_process import GatewayProcess
 from tests.telegram.fake_bot_api import TOKEN, FakeBotAPI
 from tests.telegram.helpers import message_update
@@ -74,6 +75,7 @@ async def test_sigkill_at_any_point_of_a_turn_loses_nothing_and_runs_nothing_twi
                 "state_path": str(tmp_path / "state.sqlite3"),
                 "inventory_wait": "0",
                 "log_level": "INFO",
+                **OPEN_ENV,
             }
         )
         runs: list[Run] = []

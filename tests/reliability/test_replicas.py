@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from tests.conftest import OPEN_ENV
 from tests.redis_server import RedisServer, needs_redis, redis_server
 from tests.reliability.gateway_process import GatewayProcess
 from tests.telegram.fake_bot_api import TOKEN, FakeBotAPI
@@ -40,6 +41,7 @@ async def replicas(
             "lease_ttl": str(LEASE),
             "inventory_wait": "0",
             "log_level": "WARNING",
+            **OPEN_ENV,
             **settings,
         }
         processes = [GatewayProcess({**env, "replica_id": f"r{i}"}) for i in range(count)]

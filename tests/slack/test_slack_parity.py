@@ -97,7 +97,11 @@ async def test_parity_case_through_slack(gateway_server, monkeypatch, case, form
     async with (
         fake_slack() as fake,
         slack_gateway(
-            gateway_server, fake, runtime(), interactive_only=HEADER["interactive_only"]
+            gateway_server,
+            fake,
+            runtime(),
+            interactive_only=HEADER["interactive_only"],
+            slack_owners=["U1"],  # an owner's /help lists /new in a channel
         ) as h,
     ):
         seen = watch(monkeypatch, h.server.gateway, "slack")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from .fake_bot_api import FakeBotAPI
-from .helpers import GROUP, PRIVATE, Scripted, Start, message_update
+from .helpers import GROUP, PRIVATE, USER, Scripted, Start, message_update
 
 
 async def test_group_text_needs_a_mention_or_a_reply(telegram: Start, fake: FakeBotAPI) -> None:
@@ -62,7 +62,8 @@ async def test_a_forum_topic_is_its_own_conversation(
     telegram: Start, fake: FakeBotAPI, thread: int | None
 ) -> None:
     runtime = Scripted()
-    async with telegram(runtime) as served:
+    # /new in a group is an owner's (docs/access.md).
+    async with telegram(runtime, telegram_owners=[str(USER)]) as served:
         await served.deliver(message_update(GROUP, "/new", thread_id=thread))
         expected = f"{GROUP}:{thread}" if thread else str(GROUP)
         assert runtime.keys == [f"telegram:{expected}"]

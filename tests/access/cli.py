@@ -1,0 +1,30 @@
+"""``slashgate access ...`` run as an operator runs it: a process of its own on the same store."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass
+
+from tests.conftest import ROOT
+
+
+@dataclass(frozen=True)
+class Said:
+    status: int
+    out: str
+    err: str
+
+
+async def access(store: dict[str, str], *args: str) -> Said:
+    """``slashgate access ARGS`` with the store settings ``store`` (SLASHGATE_* names)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
+    env.update(store)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "slashgate", "access", *args,
+        cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return Said(process.returncode, out.decode(), err.decode())
