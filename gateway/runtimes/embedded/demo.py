@@ -62,7 +62,9 @@ def demo_bot() -> Bot:
             await ctx.reply(f"{tick}/{ticks}\n")
         await ctx.reply("done")
 
-    @bot.command("remember", description="Add a command that replies with a text", hint="name text")
+    @bot.command(
+        "remember", description="Add a command that replies with a text", hint="<name> <text>"
+    )
     async def remember(ctx: Context) -> None:
         name, _, text = ctx.args.partition(" ")
         name, text = name.lower(), text.strip()
