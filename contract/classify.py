@@ -84,6 +84,21 @@ class Classification:
         """The name a user-facing text should show: canonical if known, else as typed."""
         return self.command or self.typed
 
+    def as_typed(self) -> Classification:
+        """This ``unsupported`` input as it runs when the runtime's command list is not known
+        yet: ``supported``, the command being the name as typed (the payload is the same).
+        """
+        return Classification(
+            self._contract,
+            self.text,
+            "supported",
+            self.typed,
+            self.typed,
+            self.args,
+            self.for_other_bot,
+            "runtime",
+        )
+
     def __repr__(self) -> str:
         return (
             f"Classification(kind={self.kind!r}, command={self.command!r}, typed={self.typed!r}, "

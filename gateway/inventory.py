@@ -5,7 +5,11 @@
 - The gateway's command names belong to the gateway. A runtime command with the same name
   (Gemini's ``help``, fast-agent's ``status``) stays reachable as ``agent-<name>``: it is
   listed under that name, and typed so it reaches the agent as its own ``/<name>``.
-- A hint is shown once bracketed: ``tool-name`` and ``<tool-name>`` both read ``<tool-name>``.
+- One notation for argument hints everywhere they are shown (/help, menus, Discord's and
+  Slack's descriptions, the web chat): ``<name>`` for a required argument, ``[name]`` for an
+  optional one, a type other than string after a colon (``<env> [dry_run: boolean]``). A
+  runtime's free-form hint is bracketed once: ``tool-name`` and ``<tool-name>`` both read
+  ``<tool-name>``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from contract import Command, ComposerInputPayload, SlashCommandNode
+from contract import Command, CommandArgument, ComposerInputPayload, SlashCommandNode
 
 log = logging.getLogger("slashgate.core")
 
@@ -61,6 +65,15 @@ def unalias(payload: ComposerInputPayload, aliases: Mapping[str, str]) -> Compos
         for node in payload.nodes
     )
     return payload.model_copy(update={"nodes": nodes})
+
+
+def arguments_hint(arguments: Iterable[CommandArgument]) -> str | None:
+    """Typed arguments as a hint: ``<env> [dry_run: boolean]`` (None: no arguments)."""
+    parts = []
+    for argument in arguments:
+        label = argument.name if argument.type == "string" else f"{argument.name}: {argument.type}"
+        parts.append(f"<{label}>" if argument.required else f"[{label}]")
+    return " ".join(parts) or None
 
 
 def usage_hint(hint: str | None) -> str | None:

@@ -76,6 +76,17 @@ def reset(token: Token) -> None:
     _context.reset(token)
 
 
+def outside_input() -> contextvars.Context:
+    """A context for a task that outlives the input that started it (a conversation's stream
+    reader): its lines name the channel and conversation, never that input's message or turn.
+    """
+    context = contextvars.copy_context()
+    current = _context.get()
+    kept = {k: v for k, v in current._fields.items() if k != "message_id"} if current else {}
+    context.run(_context.set, Bound(kept) if kept else None)
+    return context
+
+
 def fields(**values: str | float) -> dict[str, Any]:
     """``extra=`` for a line with fields of its own: keys of the JSON object, ``key=value``
     after the message in text. Context fields (channel, conversation...) are added anyway.

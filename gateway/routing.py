@@ -74,7 +74,7 @@ class Router:
             if unlisted:
                 # The runtime's list is not loaded (yet): never "unsupported" for that; the
                 # input goes on, and the agent answers it or says why it cannot.
-                rejection = None
+                rejection, result = None, result.as_typed()
             elif await self._listed_anew(conv):
                 contract = contracts.of(conv, message.bot_username)
                 result = (

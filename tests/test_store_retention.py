@@ -11,7 +11,7 @@ from pathlib import Path
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from gateway.runtimes import build_runtime
-from gateway.runtimes.embedded.demo import MAX_REMEMBERED
+from gateway.runtimes.embedded.demo import MAX_REMEMBERED, QUICKSTART
 from gateway.state import SqliteStore
 from gateway.state.sqlite import _PRUNE_EVERY
 from slashgate.config import Settings
@@ -86,3 +86,11 @@ async def test_one_conversation_remembers_a_bounded_number_of_commands(tmp_path:
         assert await say("/remember one-more text") == "Remembered /one-more."
     finally:
         await gateway.stop()
+
+
+def test_the_bound_of_remembered_commands_is_said_where_remember_is_described() -> None:
+    """No page said that the demo keeps at most 50 remembered commands per conversation."""
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert f"registers the dynamic command `/<name>` (at most {MAX_REMEMBERED} per" in readme
+    assert f"at most {MAX_REMEMBERED} remembered commands: /forget one first" in readme
+    assert f"(at most {MAX_REMEMBERED} in a conversation)" in " ".join(QUICKSTART.split())

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-import hikari
 from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
 
 from contract import Command, complete, utf16_prefix
 
 from .commands import ARGUMENTS, TEXT, CommandLists
+from .wire import Called
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -35,21 +35,20 @@ class Completer:
         self.commands = commands
         self.interactive_only = interactive_only
 
-    async def choices(
-        self, interaction: hikari.AutocompleteInteraction
-    ) -> list[AutocompleteChoiceBuilder]:
-        focused = next((o for o in interaction.options if o.is_focused), None)
+    async def choices(self, asked: Called) -> list[AutocompleteChoiceBuilder]:
+        focused = next((o for o in asked.data.options or () if o.focused), None)
         if focused is None or focused.name not in (TEXT, ARGUMENTS):
             return []
         value = str(focused.value or "")
-        guild = int(interaction.guild_id) if interaction.guild_id else None
-        listing = self.commands(str(interaction.channel_id), guild)
-        if interaction.command_name == listing.umbrella:
+        guild = int(asked.guild_id) if asked.guild_id else None
+        listing = self.commands(asked.channel_id, guild)
+        name = asked.data.name
+        if name == listing.umbrella:
             prefix = "" if value.startswith("/") else "/"
         else:
-            prefix = f"/{listing.original.get(interaction.command_name, interaction.command_name)} "
+            prefix = f"/{listing.original.get(name, name)} "
         text = prefix + value
-        known = await self._commands(str(interaction.channel_id))
+        known = await self._commands(asked.channel_id)
         completion = complete(text, None, known, self.interactive_only, MAX_CHOICES)
         start, end = utf16_prefix(text, completion.start), utf16_prefix(text, completion.end)
         found = []

@@ -141,10 +141,7 @@ class DiscordChannel(Channel):
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         if "message" in entry.body:  # a plain message (plain.py), not an interaction
             return await self.plain.recovered(entry)
-        interaction = self.bot.entity_factory.deserialize_interaction(entry.body["interaction"])
-        if not isinstance(interaction, hikari.CommandInteraction):
-            return None
-        return await self.inputs.recovered(entry, interaction)
+        return await self.inputs.recovered(entry)
 
     async def readiness(self) -> str | None:
         if self.inputs.stopping:

@@ -4,9 +4,10 @@ text the contract classifies.
 Discord's rules for a chat input command: a name of 1-32 lower-case letters, digits, ``-``
 or ``_`` (any script), a description of 1-100 characters, at most 25 options (required ones
 first) and 100 commands. The umbrella command (``/agent``) comes first and takes any
-command as text; inventory names Discord refuses (``skill:triage``, ``memory show``) stay
-reachable through it. Each command's arguments are its options when the inventory types
-them and Discord can take their names; otherwise one optional string option, ``arguments``.
+command as text, or plain text (with a file, say); inventory names Discord refuses
+(``skill:triage``, ``memory show``) stay reachable through it. Each command's arguments
+are its options when the inventory types them and Discord can take their names; otherwise
+one optional string option, ``arguments``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MAX_OPTIONS = 25
 MAX_DESCRIPTION = 100
 ARGUMENTS = "arguments"  # the one string option of a command without typed arguments
 TEXT = "command"  # the umbrella's option: the command and its arguments, as typed
+PLAIN = "text"  # the umbrella's plain text: alone, a message; after a command, its arguments
 FILE = "file"  # an optional attachment option of every command
 _NAME = re.compile(r"[-_\w]{1,32}")
 _TYPES = {"string": OptionType.STRING, "number": OptionType.FLOAT, "boolean": OptionType.BOOLEAN}
@@ -158,7 +160,11 @@ class CommandList:
         """
         if name == self.umbrella:
             typed = str(options.get(TEXT) or "")
-            return typed if typed.startswith("/") else "/" + typed
+            plain = str(options.get(PLAIN) or "")
+            if not typed:  # plain text, or a file alone; nothing at all is an empty command
+                return plain if plain or FILE in options else "/"
+            typed = typed if typed.startswith("/") else "/" + typed
+            return f"{typed} {plain}" if plain else typed
         command = self.original.get(name, name)
         names = self.typed.get(name)
         if names is None:
@@ -178,13 +184,19 @@ def _umbrella(umbrella: str) -> SlashCommandBuilder:
         type=OptionType.STRING,
         name=TEXT,
         description="The command and its arguments: deploy prod",
-        is_required=True,
+        is_required=False,
         autocomplete=True,
+    )
+    plain = CommandOption(
+        type=OptionType.STRING,
+        name=PLAIN,
+        description="Plain text for the agent (after a command: its arguments)",
+        is_required=False,
     )
     return SlashCommandBuilder(
         name=umbrella,
-        description=f"Send a slash command to the agent: /{umbrella} deploy prod",
-        options=[text, _file_option()],
+        description=f"Send a slash command or text to the agent: /{umbrella} deploy prod",
+        options=[text, plain, _file_option()],
     )
 
 

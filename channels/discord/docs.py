@@ -15,7 +15,7 @@ def operations(path: str) -> tuple[Operation, ...]:
         (Body(schema=ANY),),
     )
     refused = {
-        400: "Not JSON, not UTF-8, or not an interaction",
+        400: "Not JSON, not UTF-8, not an interaction, or a field of a type Discord never sends",
         401: "Missing, invalid or expired Ed25519 signature",
         413: "Over webhook_max_body",
     }

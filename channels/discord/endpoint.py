@@ -1,7 +1,8 @@
 """``POST /discord/interactions``: the signature checked first (401, nothing run), then the
-interaction read by hikari's entity factory and answered with its response builders: PING
-with PONG, a command with a deferred response (it runs after), autocomplete with choices,
-a permission button with the message it updates.
+interaction's fields read by one typed model (wire.py: one not as Discord sends it is a 400
+that says why, logged on one line as every 4xx is), then by hikari's entity factory, and
+answered with its response builders: PING with PONG, a command with a deferred response (it
+runs after), autocomplete with choices, a permission button with the message it updates.
 
 Every answer that is not Discord's is in the webhook channel's error shape.
 """
@@ -21,9 +22,10 @@ from gateway.body import BodyError, parse_json, read_body
 from gateway.state import StoreUnavailable
 
 from .autocomplete import Completer
-from .inputs import DiscordInputs, Invocation, Unreadable
+from .inputs import DiscordInputs, Invocation
 from .permissions import Permissions
 from .signature import Verifier
+from .wire import Called, Unreadable, read
 
 log = logging.getLogger("slashgate.discord")
 
@@ -31,6 +33,12 @@ PATH = "/discord/interactions"
 PING, PONG = 1, 1
 RETRY_AFTER = "1"  # seconds, in the 503 answered while the channel stops
 UNAVAILABLE = "The gateway's store is unavailable: nothing was run. Try again in a moment."
+
+
+def _failure(exc: Exception) -> str:
+    """What hikari could not read, on one line and short (it quotes the sender's values)."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def _error(
@@ -77,18 +85,19 @@ class InteractionsEndpoint:
                 503, "service_unavailable", "the gateway is stopping", {"Retry-After": RETRY_AFTER}
             )
         try:
+            fields = read(payload)
+            if fields is None:
+                return _error(400, "invalid_request", "an interaction this gateway does not take")
             interaction = self._entities.deserialize_interaction(payload)
-        except Exception:  # signed, but not an interaction hikari can read
-            log.warning("a Discord interaction could not be read", exc_info=True)
-            return _error(400, "invalid_request", "unprocessable Discord interaction")
-        if isinstance(interaction, hikari.CommandInteraction):
-            try:
-                invocation = self._inputs.read(interaction, payload)
-            except Unreadable as exc:
-                return _error(400, "invalid_request", f"unprocessable Discord interaction: {exc}")
+        except Exception as exc:  # signed, but not an interaction as Discord sends them
+            # The reason is in the answer, and so in the server's one line for a 4xx.
+            said = str(exc) if isinstance(exc, Unreadable) else _failure(exc)
+            return _error(400, "invalid_request", f"unprocessable Discord interaction: {said}")
+        if isinstance(interaction, hikari.CommandInteraction) and isinstance(fields, Called):
+            invocation = self._inputs.read(fields)
             response = await self._command(interaction, invocation, payload)
-        elif isinstance(interaction, hikari.AutocompleteInteraction):
-            response = interaction.build_response(await self._completer.choices(interaction))
+        elif isinstance(interaction, hikari.AutocompleteInteraction) and isinstance(fields, Called):
+            response = interaction.build_response(await self._completer.choices(fields))
         elif isinstance(interaction, hikari.ComponentInteraction):
             response = await self._permissions.answer(interaction)
         else:

@@ -3,9 +3,12 @@ list lacks (dynamic ones) gets them as its guild's own list, which Discord shows
 global commands in that guild only.
 
 Discord has one list per guild, not per channel: a guild's inventory is that of its
-conversation that changed most recently. A guild whose inventory is back to the global
-list, or that falls out of the ``max_guilds`` most recently changed ones, loses its own
-list. A guild's first list, when it is the global one, costs nothing. With
+conversation that changed most recently. A conversation's first list is no change: it sets
+the guild's list only while the guild has none of its own (else a first input in another
+channel would take the guild's commands away from the channel that has them). A guild whose
+inventory is back to the global list, or that falls out of the ``max_guilds`` most recently
+changed ones, loses its own list. A guild's first list, when it is the global one, costs
+nothing. With
 ``discord_guild_ids`` (no global list) a configured guild's own list is its whole
 inventory, in place of the default one.
 
@@ -52,6 +55,7 @@ class Guilds:
         self.max_channels = max_channels
         self.default = CommandList.build((), umbrella)
         self._channels: OrderedDict[str, int] = OrderedDict()  # channel -> its guild
+        self._listed: set[str] = set()  # channels whose conversation gave a list
         self._lists: OrderedDict[int, GuildList] = OrderedDict()  # least recently changed first
 
     def seen(self, channel: str, guild: int | None) -> CommandList:
@@ -63,7 +67,7 @@ class Guilds:
         self._channels[channel] = guild
         self._channels.move_to_end(channel)
         while len(self._channels) > self.max_channels:
-            self._channels.popitem(last=False)
+            self._listed.discard(self._channels.popitem(last=False)[0])
         found = self._lists.get(guild)
         return found.reading if found is not None else self.default
 
@@ -79,6 +83,10 @@ class Guilds:
         guild = self._channels.get(channel)
         if guild is None:
             return []
+        first = channel not in self._listed
+        self._listed.add(channel)
+        if first and guild in self._lists:
+            return []  # no change: the guild keeps the list of the one that changed
         built = self._build(guild, inventory)
         before = self._lists.pop(guild, None)
         if built is None and before is None:

@@ -15,7 +15,7 @@ import hikari
 
 from gateway.answering import handle_once
 from gateway.attachments import AttachmentError
-from gateway.inbound import InboundMessage, ReplySink
+from gateway.inbound import Attachment, InboundMessage, ReplySink
 from gateway.state import Entry
 from gateway.tasks import BackgroundTasks
 
@@ -25,6 +25,7 @@ from .messages import Messages
 from .permissions import Permissions
 from .sink import DiscordSink
 from .target import Target
+from .wire import COMMAND, Called, Option, Unreadable, read
 
 if TYPE_CHECKING:
     from gateway.core import Gateway
@@ -51,18 +52,10 @@ class Input(Protocol):
     def files(self) -> tuple[DiscordFile, ...]: ...
 
 
-class Unreadable(ValueError):
-    """A signed interaction whose fields are not of the types Discord sends."""
-
-
-# What an option's value is in Discord's payloads (None: a subcommand's, or left out).
-_VALUES = (str, int, float, bool, type(None))
 _NESTED = (hikari.OptionType.SUB_COMMAND, hikari.OptionType.SUB_COMMAND_GROUP)
 
 
-def _innermost(
-    name: str, options: Sequence[hikari.CommandInteractionOption]
-) -> tuple[str, Sequence[hikari.CommandInteractionOption]]:
+def _innermost(name: str, options: Sequence[Option]) -> tuple[str, Sequence[Option]]:
     """A subcommand (group) read as words of the command's name, as typed, and its options
     as the command's: the gateway publishes none, but an older list of the application may
     (else its options would be dropped and the command run without them).
@@ -72,46 +65,43 @@ def _innermost(
     return name, options
 
 
+def gateway_command(text: str, host: frozenset[str]) -> bool:
+    """Whether ``text`` is one of the gateway's commands (``host``: their names)."""
+    if not text.startswith("/"):
+        return False
+    first = text[1:].split(maxsplit=1)
+    return bool(first) and first[0].lower() in host
+
+
 class Invocation:
     """A command interaction read as the contract reads input: its text, files and target."""
 
-    def __init__(
-        self,
-        interaction: hikari.CommandInteraction,
-        payload: dict[str, Any],
-        commands: CommandLists,
-        host: frozenset[str],
-    ) -> None:
-        if not isinstance(interaction.command_name, str):
-            raise Unreadable("a command name that is not a string")
-        name, given = _innermost(interaction.command_name, interaction.options or ())
-        if not all(isinstance(o.value, _VALUES) for o in given):
-            raise Unreadable("an option value of a type Discord does not send")
-        options = {o.name: o.value for o in given}
-        guild = int(interaction.guild_id) if interaction.guild_id else None
-        listing = commands(str(interaction.channel_id), guild)
-        self.text = listing.text(name, options)
-        resolved = (payload.get("data") or {}).get("resolved") or {}
-        attached = resolved.get("attachments") or {}
+    def __init__(self, called: Called, commands: CommandLists, host: frozenset[str]) -> None:
+        name, given = _innermost(called.data.name, called.data.options or ())
+        guild = int(called.guild_id) if called.guild_id else None
+        listing = commands(called.channel_id, guild)
+        self.text = listing.text(name, {o.name: o.value for o in given})
+        resolved = called.data.resolved
+        attached = (resolved.attachments if resolved is not None else None) or {}
         found = (
-            discord_file(attached.get(str(o.value)) or {}, index)
+            discord_file(item.model_dump(), index)
             for index, o in enumerate(given, 1)
             if o.type == hikari.OptionType.ATTACHMENT
+            and (item := attached.get(str(o.value))) is not None
         )
         self.files: tuple[DiscordFile, ...] = tuple(f for f in found if f is not None)
-        first = self.text[1:].split(maxsplit=1)
         self.target = Target(
-            application=int(interaction.application_id),
-            token=interaction.token,
-            conversation=str(interaction.channel_id),
-            user=str(interaction.user.id),
+            application=int(called.application_id),
+            token=called.token,
+            conversation=called.channel_id,
+            user=called.user_id,
             # A host command's answer (/help, /status) is for the one who asked.
-            ephemeral=bool(first) and first[0].lower() in host,
+            ephemeral=gateway_command(self.text, host),
         )
-        self.message_id = str(interaction.id)
+        self.message_id = called.id
         self.conversation = self.target.conversation
         self.user = self.target.user
-        self.guild = str(interaction.guild_id) if interaction.guild_id else None
+        self.guild = called.guild_id
 
 
 class DiscordInputs:
@@ -139,9 +129,11 @@ class DiscordInputs:
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         self._tasks.spawn(work)
 
-    def read(self, interaction: hikari.CommandInteraction, payload: dict[str, Any]) -> Invocation:
-        host = frozenset(c.name.lower() for c in self.gateway.host_commands())
-        return Invocation(interaction, payload, self.commands, host)
+    def _host(self) -> frozenset[str]:
+        return frozenset(c.name.lower() for c in self.gateway.host_commands())
+
+    def read(self, called: Called) -> Invocation:
+        return Invocation(called, self.commands, self._host())
 
     async def accept(self, invocation: Invocation, payload: dict[str, Any]) -> bool:
         """Journal the interaction and run it in the background; False for a replay.
@@ -156,10 +148,15 @@ class DiscordInputs:
         self.spawn(self._handle(invocation, entry))
         return True
 
-    async def recovered(
-        self, entry: Entry, interaction: hikari.CommandInteraction
-    ) -> tuple[InboundMessage, ReplySink] | None:
-        invocation = self.read(interaction, entry.body["interaction"])
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
+        try:
+            called = read(entry.body["interaction"])
+        except Unreadable as exc:  # journaled by a gateway that did not check it
+            log.warning("a journaled Discord interaction cannot be read: %s", exc)
+            return None
+        if not isinstance(called, Called) or called.type != COMMAND:
+            return None
+        invocation = self.read(called)
         try:
             return await self.message(invocation), self._sink(invocation)
         except AttachmentError as exc:
@@ -171,7 +168,8 @@ class DiscordInputs:
 
     async def message(self, said: Input) -> InboundMessage:
         """The input as a message, its files fetched (AttachmentError when they cannot be)
-        where its sender may talk.
+        where its sender may talk. A gateway command takes no files: they are named (the
+        reply says they were not sent), never downloaded.
         """
         message = InboundMessage(
             channel=self.name,
@@ -183,7 +181,12 @@ class DiscordInputs:
             direct=said.guild is None,
             groups=(said.conversation, said.guild) if said.guild else (said.conversation,),
         )
-        if said.files and await self.gateway.access.lets_talk(message):
+        if not said.files:
+            return message
+        if gateway_command(said.text, self._host()):
+            named = tuple(Attachment(f.name, f.media_type, url=f.url) for f in said.files)
+            return replace(message, attachments=named)
+        if await self.gateway.access.lets_talk(message):
             assert self.session is not None  # made at start
             attachments = await self.files.fetch(self.session, said.files)
             message = replace(message, attachments=attachments)

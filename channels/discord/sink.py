@@ -1,9 +1,11 @@
 """One interaction's reply in Discord: the deferred response edited as the runtime writes
 (at most once per ``interval``), then the final reply in it and follow-ups for the rest.
 
-A rejection (and a host command's answer) is for the user alone: the deferred response was
-ephemeral when that was known at once; otherwise the public "thinking" response is deleted
-and the rejection follows ephemerally.
+A rejection (the input did not run) and a host command's answer are for the user alone: the
+deferred response was ephemeral when that was known at once; otherwise the public "thinking"
+response is deleted and the rejection follows ephemerally. A failure of a command that was
+taken (``generic``, ``timeout``, the restart notice after a crash) ends the public response,
+where everyone saw it start.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from contract import Classification, ComposerInputMessage
+from contract import Category, Classification, ComposerInputMessage
 from gateway.answering import AnsweringSink
 from gateway.events import PermissionRequired, RuntimeEvent
 from gateway.inbound import Reply
@@ -20,6 +22,11 @@ from .activity import ActivityMessage
 from .messages import Messages
 from .permissions import Permissions
 from .render import messages, preview
+
+# The categories of an input refused before it ran: only its user needs to know.
+REFUSED: frozenset[Category] = frozenset(
+    {"invalid", "unsupported", "interactive_only", "busy", "forbidden", "rate_limited"}
+)
 
 
 class DiscordSink(AnsweringSink):
@@ -69,7 +76,7 @@ class DiscordSink(AnsweringSink):
         await self.activity.finish()
         parts = messages(reply)
         target = self.messages.target
-        private = reply.category is not None and not self._accepted
+        private = reply.category in REFUSED and not self._accepted
         if private and not target.ephemeral and await self.messages.delete():
             for part in parts:
                 if await self.messages.follow_up(part, True) is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from contract import Command, utf16_len, utf16_prefix
+from gateway.inventory import usage_hint
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -43,7 +44,8 @@ def telegram_name(name: str) -> str | None:
 
 def describe(command: Command) -> str:
     """A description Telegram accepts: 1-256 characters on one line."""
-    text = " ".join(command.description.split()) or " ".join((command.hint or command.name).split())
+    shown = usage_hint(command.hint) or command.name  # without a description: the hint
+    text = " ".join(command.description.split()) or " ".join(shown.split())
     if utf16_len(text) <= MAX_DESCRIPTION:
         return text
     return text[: utf16_prefix(text, MAX_DESCRIPTION - 1)].rstrip() + "…"

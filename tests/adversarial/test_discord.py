@@ -14,7 +14,7 @@ from contract import Command
 from tests.conftest import ServerFactory
 from tests.discord.fake import fake_discord
 from tests.discord.harness import WAIT, discord_gateway
-from tests.discord.interactions import PATH, command, signed
+from tests.discord.interactions import PATH, autocomplete, click, command, signed
 from tests.discord.plain_harness import message_create, plain_gateway
 from tests.slack.slack_harness import Recorder
 
@@ -54,6 +54,97 @@ async def test_fields_of_the_wrong_type_are_a_400_and_run_nothing(
         assert (await h.interact(payload))[0] == 200
         await h.replies(payload["token"])
     assert recorder.sources == ["/deploy next"]
+
+
+def mutated(payload: dict[str, Any], path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    """``payload`` with the field at ``path`` set to ``value``."""
+    where: Any = payload
+    for step in path[:-1]:
+        where = where[step]
+    where[path[-1]] = value
+    return payload
+
+
+def echo() -> dict[str, Any]:
+    return command("deploy", ("arguments", 3, "x"))
+
+
+def attached() -> dict[str, Any]:
+    item = {"id": "77", "filename": "a.txt", "size": 1, "url": "https://cdn.discordapp.com/a"}
+    return command("deploy", ("file", 11, "77"), resolved={"attachments": {"77": item}})
+
+
+# (what, the interaction, the field, its value): each a type Discord never sends there.
+HOSTILE = [
+    # A 500: the options were read into a dict keyed by their names (unhashable).
+    ("option name object", echo, ("data", "options", 0, "name"), {"a": 1}),
+    ("option name list", echo, ("data", "options", 0, "name"), ["arguments"]),
+    # Acknowledged and run: the replies went to /webhooks/{app}/None/..., /['tok']/...
+    ("token null", echo, ("token",), None),
+    ("token list", echo, ("token",), ["tok"]),
+    ("token number", echo, ("token",), 12345),
+    ("token object", echo, ("token",), {"a": "b"}),
+    ("token with a slash", echo, ("token",), "a/../../b"),
+    # Accepted silently.
+    ("channel_id number", echo, ("channel_id",), 555),
+    ("guild_id number", echo, ("guild_id",), 777),
+    ("version string", echo, ("version",), "1"),
+    ("locale number", echo, ("locale",), 5),
+    ("data.type string", echo, ("data", "type"), "1"),
+    ("user id number", echo, ("member", "user", "id"), 111),
+    ("id not digits", echo, ("id",), "x1"),
+    ("no channel_id", echo, ("channel_id",), None),
+    ("option type string", echo, ("data", "options", 0, "type"), "3"),
+    ("attachment url number", attached, ("data", "resolved", "attachments", "77", "url"), 5),
+]
+
+
+async def test_every_field_the_gateway_reads_of_a_wrong_type_is_a_400_before_anything_runs(
+    gateway_server: ServerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder(DEPLOY)
+    caplog.set_level(logging.WARNING)
+    logged = 0
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake, recorder.runtime) as h:
+        for what, make, path, value in HOSTILE:
+            caplog.clear()
+            status, answer = await h.discord.post(mutated(make(), path, value))
+            assert status == 400, (what, answer)
+            field = ".".join(str(p) for p in path)
+            assert answer["error"] == {
+                "code": "invalid_request",
+                "message": answer["error"]["message"],
+            }, what
+            assert answer["error"]["message"].startswith(
+                f"unprocessable Discord interaction: {field}: "
+            ), (what, answer)
+            # At most one line each (every 4xx's, rate-limited), with the reason, and no
+            # traceback: there was a WARNING with a whole traceback for each.
+            lines = [r for r in caplog.records if r.name.startswith("slashgate")]
+            assert len(lines) <= 1, (what, [r.getMessage() for r in lines])
+            assert all(r.exc_info is None for r in lines), what
+            assert all(answer["error"]["message"] in r.getMessage() for r in lines), what
+            logged += len(lines)
+        await h.channel.inputs.drain(WAIT)
+    assert logged >= 10  # the rate limit's burst: the first ones are all there
+    assert recorder.sources == []
+    assert not [c for c in fake.calls if "/webhooks/" in c.path]  # nothing acknowledged ran
+
+
+async def test_autocomplete_and_buttons_with_a_field_of_a_wrong_type_are_a_400(
+    gateway_server: ServerFactory,
+) -> None:
+    bodies = {
+        "focused not a boolean": mutated(
+            autocomplete("agent", "command", "dep"), ("data", "options", 0, "focused"), "yes"
+        ),
+        "custom_id a number": mutated(click("slashgate:permission:1"), ("data", "custom_id"), 1),
+        "message content a list": mutated(click("x"), ("message", "content"), ["a"]),
+    }
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
+        for what, payload in bodies.items():
+            status, answer = await h.discord.post(payload)
+            assert status == 400, (what, answer)
 
 
 async def test_a_subcommands_options_are_read_as_typed(gateway_server: ServerFactory) -> None:
@@ -104,6 +195,6 @@ async def test_a_message_whose_content_is_not_a_string_is_no_text(
     failures = [
         r
         for r in caplog.records
-        if r.name.startswith(("slashgate", "hikari")) and r.levelno >= logging.ERROR
+        if r.levelno >= logging.ERROR and r.name.startswith(("slashgate", "hikari"))
     ]
     assert failures == []

@@ -9,7 +9,7 @@ import logging
 
 from contract import Command, CommandArgument
 from tests.conftest import parity_runtime
-from tests.slack.slack_harness import ScriptedRuntime, deltas
+from tests.slack.slack_harness import Recorder, ScriptedRuntime, deltas
 
 from .fake import fake_discord
 from .harness import WAIT, discord_gateway
@@ -102,3 +102,22 @@ async def test_a_command_discord_still_lists_but_the_agent_dropped_is_unsupporte
     assert (
         reply.content == "Unsupported slash command /gone. Send /help to list available commands."
     )
+
+
+async def test_the_umbrellas_text_is_plain_text_alone_and_arguments_after_a_command(
+    gateway_server,
+):
+    recorder = Recorder((Command(name="review"),))
+    replies = []
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake, recorder.runtime) as h:
+        for options in (
+            (("text", 3, "hello there"),),
+            (("command", 3, "review"), ("text", 3, "the tests")),
+            (),
+        ):
+            payload = command("agent", *options)
+            await h.interact(payload)
+            [reply] = await h.replies(payload["token"])
+            replies.append(reply.content)
+    assert recorder.sources == ["hello there", "/review the tests"]
+    assert replies[-1] == "Invalid slash command. Enter a command name after /."

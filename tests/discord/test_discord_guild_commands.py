@@ -81,6 +81,22 @@ async def test_a_guilds_list_is_its_most_recently_changed_conversations(gateway_
         await fake.wait(lambda: guild_names(fake, GUILD) == ["beta"])
 
 
+async def test_a_first_input_in_another_channel_leaves_the_guilds_list_alone(gateway_server):
+    """A conversation's first list is no change: it reset the guild's list to the global one,
+    and ``/hi`` left the menu of the channel that has it.
+    """
+    async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
+        await run(h, "remember", "hi Hello there")
+        await fake.wait(lambda: guild_names(fake, GUILD) == ["hi"])
+        assert await run(h, "echo", "hello", channel="556") == "hello"  # the same guild
+        # Another guild's change is published after anything the first input asked for.
+        await run(h, "remember", "beta second", guild_id="778", channel="557")
+        await fake.wait(lambda: guild_names(fake, "778") == ["beta"])
+        assert guild_names(fake, GUILD) == ["hi"]
+        assert await run(h, "hi") == "Hello there"
+    assert len(fake.writes("PUT", f"/guilds/{GUILD}/")) == 1
+
+
 async def test_only_the_most_recently_changed_guilds_keep_their_own_list(gateway_server):
     async with fake_discord() as fake, discord_gateway(gateway_server, fake) as h:
         h.channel.sync.scopes.max_guilds = 1

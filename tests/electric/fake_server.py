@@ -511,6 +511,8 @@ class FakeElectric:
         self.long_poll_timeouts = 0
         self.sse_disconnects = 0
         self.mangle_send: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.down = False  # every request answered 503, as a proxy does while the server is down
+        self.streams_held: asyncio.Event | None = None  # stream reads wait for it (a slow server)
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -615,10 +617,10 @@ class FakeElectric:
         self.requests.append(record)
         self.changed()
         header = request.headers.get("Electric-Principal")
-        if self.require_principal and parse_principal(header) is None:
-            response: web.StreamResponse = api_error(
-                401, "UNAUTHORIZED", "Missing Electric-Principal"
-            )
+        if self.down:
+            response: web.StreamResponse = web.Response(status=503, text="Service Unavailable")
+        elif self.require_principal and parse_principal(header) is None:
+            response = api_error(401, "UNAUTHORIZED", "Missing Electric-Principal")
         else:
             response = await handler(request)
         record.status = response.status
@@ -956,6 +958,8 @@ class FakeElectric:
     # -- streams (durable-streams-rust handlers.rs) ----------------------------------------
 
     async def read_stream(self, request: web.Request) -> web.StreamResponse:
+        if self.streams_held is not None:
+            await self.streams_held.wait()
         stream = self.streams.get(request.path)
         if stream is None:
             return web.Response(status=404, text="stream not found")

@@ -3,9 +3,12 @@ reach that conversation: its list is read again, at most once per ``type_refresh
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
 import aiohttp
+import pytest
 
 from gateway.runtimes.electric.runtime import ElectricRuntime
 from slashgate.server import Running
@@ -100,3 +103,24 @@ async def test_a_turn_reads_a_list_older_than_the_interval(
         listed = await commands(server, "c1")
 
     assert "summarize" in listed
+
+
+async def test_an_input_run_before_the_list_is_loaded_is_reported_as_it_ran(
+    fake: FakeElectric, electric_gateway: GatewayFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Forwarded as typed (the conversation's list not loaded yet) and answered: the API
+    answer and the log said ``unsupported``.
+    """
+    caplog.set_level(logging.INFO)
+    fake.streams_held = asyncio.Event()  # the entity's stream, and so its list, comes late
+    async with electric_gateway(inventory_wait=0.05) as server:
+        asking = asyncio.create_task(say(server, "/summarize now"))
+        await fake.until(lambda: any(r.path.endswith("/send") for r in fake.requests))
+        fake.streams_held.set()
+        body = await asking
+
+    assert body["classification"] == {"kind": "supported", "command": "summarize", "args": "now"}
+    assert body["reply"]["text"] == "/summarize now"  # the agent got it, as typed
+    assert body["forwarded"]["payload"]["source"] == "/summarize now"
+    [turn] = [r for r in caplog.records if r.getMessage() == "turn"]
+    assert turn.slashgate_fields["classification"] == "supported"

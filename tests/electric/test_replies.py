@@ -232,11 +232,20 @@ async def test_inventory_merges_the_type_list_into_the_menu(fake: FakeElectric, 
         menu = {c.name: c for c in server.gateway.menu() or ()}
         inventory = await commands(server)
 
-    assert menu["deploy"].source == "static" and menu["deploy"].hint == "environment"
+    assert menu["deploy"].source == "static" and menu["deploy"].hint == "<environment>"
     review = inventory["pr-review"]
-    assert review["hint"] == "number: number [include_tests]: boolean"
+    assert review["hint"] == "<number: number> [include_tests: boolean]"
     assert [a["name"] for a in review["arguments"]] == ["number", "include_tests"]
     assert {"help", "deploy", "pr-review"} <= set(inventory)
+
+
+async def test_help_shows_every_hint_in_one_notation(fake: FakeElectric, electric_gateway):
+    """``/learn <name>`` beside ``/deploy env [dry_run]: boolean``: two notations in one list."""
+    async with electric_gateway() as server:
+        shown = (await say(server, "/help"))["reply"]["text"]
+
+    assert "- `/deploy <environment>` — Deploy a build" in shown
+    assert "- `/pr-review <number: number> [include_tests: boolean]` — Review a pull" in shown
 
 
 async def test_long_poll_mode(fake: FakeElectric, electric_gateway):

@@ -87,7 +87,7 @@ def test_descriptions_are_one_line_of_1_to_256_characters() -> None:
         ]
     )
     described = dict(menu.commands)
-    assert described["empty"] == "file name"
+    assert described["empty"] == "<file name>"  # the hint, in its notation
     assert described["bare"] == "bare"
     assert described["lines"] == "first second third"
     assert len(described["long"]) == 256 and described["long"].endswith("…")

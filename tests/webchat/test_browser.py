@@ -70,6 +70,19 @@ async def reply_done(page: Page) -> Any:
     return agent
 
 
+async def test_a_hint_in_the_gateways_notation_is_shown_as_it_is(
+    gateway_server: ServerFactory, open_page: OpenPage
+) -> None:
+    """The page bracketed every hint again: ``<<name> <text>>``."""
+    async with gateway_server(demo_bot()) as server:
+        page = (await open_page(server.url)).page
+        await page.keyboard.type("/remem")
+        option = page.locator("#menu [role=option]").first
+        await expect(option.locator(".arg")).to_have_text("<name> <text>")
+        await page.keyboard.press("Tab")
+        await expect(page.locator("#hint")).to_contain_text("/remember <name> <text>")
+
+
 async def test_complete_accept_with_the_keyboard_and_watch_the_reply_stream(
     gateway_server: ServerFactory, open_page: OpenPage, screenshots: Path
 ) -> None:

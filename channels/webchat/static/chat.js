@@ -602,7 +602,7 @@
       li.id = "option-" + index;
       li.setAttribute("role", "option");
       li.append(element("span", "name", item.kind === "command" ? "/" + item.name : item.name));
-      if (item.hint) li.append(element("span", "arg", "<" + item.hint + ">"));
+      if (item.hint) li.append(element("span", "arg", usage(item.hint)));
       if (item.interactive_only) li.append(element("span", "tag", "TUI only"));
       else if (item.source === "gateway") li.append(element("span", "tag", "gateway"));
       else if (item.source === "dynamic") li.append(element("span", "tag", "dynamic"));
@@ -647,7 +647,14 @@
       hint.textContent = "";
       return;
     }
-    hint.textContent = "/" + item.name + (item.hint ? " <" + item.hint + ">" : "") + (item.description ? " — " + item.description : "");
+    hint.textContent = "/" + item.name + (item.hint ? " " + usage(item.hint) : "") + (item.description ? " — " + item.description : "");
+  }
+
+  // The gateway's hint notation (gateway/inventory.py usage_hint): a free-form hint is
+  // bracketed once; one in the notation (<env> [dry_run: boolean]) is shown as it is.
+  function usage(text) {
+    const trimmed = text.trim();
+    return /[<[]/.test(trimmed) ? trimmed : "<" + trimmed + ">";
   }
 
   function showNotice(answer) {

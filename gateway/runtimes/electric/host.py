@@ -12,6 +12,7 @@ from contract import Command
 
 from ...state import StateStore
 from .client import ElectricClient
+from .failures import StreamFailures
 from .stream import LiveMode
 
 
@@ -29,6 +30,7 @@ class EntityHost(Protocol):
     store: StateStore  # stream positions, inventories and generations
     static: tuple[Command, ...] | None  # the type's command list, as last read
     sessions: weakref.WeakSet[Declares]  # the open conversations
+    failures: StreamFailures  # the streams that cannot be read, logged once
 
     def generation_key(self, key: str) -> str:
         """The store's key of a conversation's generation (the count of its ``/new``)."""

@@ -15,6 +15,7 @@ from ...settings import CoreSettings
 from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
 from ..base import Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
+from .failures import StreamFailures
 from .host import Declares
 from .ids import check_prefix
 from .session import ElectricSession
@@ -46,6 +47,7 @@ class ElectricRuntime(Runtime):
                 "with no '/' in the id"
             )
         self.client = ElectricClient(settings.electric_url, principal)
+        self.failures = StreamFailures(self.client.shown)
         self.store = store or open_store(settings)
         self._owns_store = store is None
         self._volatile = isinstance(self.store, MemoryStore)  # also once timed (observe_store)

@@ -17,8 +17,10 @@ from contract import Command
 
 from ...attachments import with_parts
 from ...events import ErrorEvent, MessageEnd, RuntimeEvent, SessionUpdated
+from ...logs import outside_input
 from ..base import RuntimeSession, Turn, UpdateListener
 from .client import REQUEST_ERRORS
+from .failures import BACKOFF_FIRST, BACKOFF_MAX
 from .host import EntityHost
 from .ids import entity_id, generation_id, user_principal
 from .inventory import Inventory
@@ -30,7 +32,6 @@ log = logging.getLogger("slashgate.electric")
 
 # The base entity's tag naming the conversation's current generation (the count of /new).
 GENERATION_TAG = "slashgate-generation"
-BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
 REFRESH_WAIT = 3.0  # seconds an input naming an unlisted command waits for the type's list
 
 
@@ -83,7 +84,9 @@ class ElectricSession(RuntimeSession):
                 self._offset, rows = START, []
             self._entity = entity
             self._inventory = Inventory(self.runtime.static or (), rows)
-            self._reader = asyncio.create_task(self._read(entity.streams.main))
+            # It outlives this input: its lines are the conversation's, not this turn's.
+            reading = self._read(entity.streams.main)
+            self._reader = asyncio.create_task(reading, context=outside_input())
             self.runtime.sessions.add(self)
 
     async def _resolve(self) -> Entity | None:
@@ -115,33 +118,39 @@ class ElectricSession(RuntimeSession):
         """
         backoff = BACKOFF_FIRST
         self._reported = False
-        while True:
-            try:
-                live = self.runtime.live
-                async for batch in self.runtime.client.read(stream_path, self._offset, live):
-                    changed = await self._apply(batch)
-                    if (changed and self._reported) or (batch.up_to_date and not self._reported):
-                        self._report()
-                    backoff = BACKOFF_FIRST
-                    if batch.closed:
-                        self._stream_closed()
-                        return
-            except ElectricError as exc:
-                if exc.status == 410:  # retention dropped our offset: read all that is left
-                    log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
-                    self._offset = START
-                    self._inventory.clear()
-                    self._reported = False  # what was reported may be gone: once caught up
-                    continue
-                log.warning("reading %s failed: %s", stream_path, exc)
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                log.warning("reading %s failed: %s; resuming at %s", stream_path, exc, self._offset)
-            except Exception:  # a bug here must not leave turns waiting for a dead reader
-                log.exception("reading %s failed; resuming at %s", stream_path, self._offset)
-            if not self._reported and self._offset != START:
-                self._report()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
+        failures = self.runtime.failures
+        try:
+            while True:
+                try:
+                    live = self.runtime.live
+                    async for batch in self.runtime.client.read(stream_path, self._offset, live):
+                        failures.read(stream_path)
+                        changed = await self._apply(batch)
+                        if (changed and self._reported) or (
+                            batch.up_to_date and not self._reported
+                        ):
+                            self._report()
+                        backoff = BACKOFF_FIRST
+                        if batch.closed:
+                            self._stream_closed()
+                            return
+                except ElectricError as exc:
+                    if exc.status == 410:  # retention dropped our offset: read what is left
+                        log.warning("offset %s of %s is gone; rereading", self._offset, stream_path)
+                        self._offset = START
+                        self._inventory.clear()
+                        self._reported = False  # what was reported may be gone: once caught up
+                        continue
+                    failures.failed(stream_path, exc)
+                # A bug here too must not leave turns waiting for a dead reader.
+                except Exception as exc:
+                    failures.failed(stream_path, exc)
+                if not self._reported and self._offset != START:
+                    self._report()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+        finally:
+            failures.forget(stream_path)
 
     async def _apply(self, batch: Batch) -> bool:
         """Apply one batch in order, then save the offset with the inventory it produced."""

@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contract import Command, CommandArgument
 
+from ...inventory import arguments_hint
+
 # Codes (electric-agents-types.ts, process-wake.ts) that the runtime treats specially.
 DUPLICATE_URL = "DUPLICATE_URL"
 FORK_IN_PROGRESS = "FORK_IN_PROGRESS"
@@ -49,19 +51,17 @@ class SlashCommand(_Lenient):
     source: Literal["static", "dynamic"] = "static"
 
     def command(self) -> Command:
-        args = self.arguments or []
+        arguments = tuple(
+            CommandArgument(
+                name=a.name, type=a.type, required=bool(a.required), description=a.description
+            )
+            for a in self.arguments or ()
+        )
         return Command(
             name=self.name,
             description=self.description or "",
-            hint=argument_hint(args) or None,
-            arguments=tuple(
-                CommandArgument(
-                    name=a.name, type=a.type, required=bool(a.required), description=a.description
-                )
-                for a in args
-            )
-            if self.arguments is not None
-            else None,
+            hint=arguments_hint(arguments),
+            arguments=arguments if self.arguments is not None else None,
             source=self.source,
         )
 
@@ -87,15 +87,6 @@ class ErrorBody(_Lenient):
     """``apiError``: ``{"error": {code, message, details?}}``."""
 
     error: ErrorInfo
-
-
-def argument_hint(arguments: list[SlashCommandArgument]) -> str:
-    """The server UI's hint: required arguments bare, optional in brackets, types if not string."""
-    parts = []
-    for arg in arguments:
-        label = arg.name if arg.required else f"[{arg.name}]"
-        parts.append(label if arg.type == "string" else f"{label}: {arg.type}")
-    return " ".join(parts)
 
 
 def parse_slash_command(value: Any) -> SlashCommand | None:

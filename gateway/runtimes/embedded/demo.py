@@ -18,12 +18,12 @@ MAX_SLOW_SECONDS = 3600
 # menu, so one user typing /remember in a loop must not grow either without end.
 MAX_REMEMBERED = 50
 
-QUICKSTART = """**slashgate quickstart**
+QUICKSTART = f"""**slashgate quickstart**
 - `/echo <text>` replies with exactly your text.
 - `/slow <seconds>` streams one line a second: meanwhile try `/status`, `/cancel`
   or another command.
-- `/remember <name> <text>` adds the command `/<name>` that replies with your text;
-  `/forget <name>` removes it.
+- `/remember <name> <text>` adds the command `/<name>` that replies with your text
+  (at most {MAX_REMEMBERED} in a conversation); `/forget <name>` removes it.
 - `/help` lists every command; plain text gets a quoted reply, files their name, type
   and size."""
 
@@ -62,7 +62,9 @@ def demo_bot() -> Bot:
             await ctx.reply(f"{tick}/{ticks}\n")
         await ctx.reply("done")
 
-    @bot.command("remember", description="Add a command that replies with a text", hint="name text")
+    @bot.command(
+        "remember", description="Add a command that replies with a text", hint="<name> <text>"
+    )
     async def remember(ctx: Context) -> None:
         name, _, text = ctx.args.partition(" ")
         name, text = name.lower(), text.strip()
