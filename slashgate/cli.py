@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import importlib
 import json
+import logging
+import os
 import sys
 from importlib.metadata import version
 
@@ -14,14 +16,14 @@ from pydantic import ValidationError
 from channels.discord import settings as discord
 from channels.slack.manifest import build_manifest, effective_inventory, request_url
 from channels.slack.settings import SlackSettings
-from gateway import logs
+from gateway import logs, secrecy
 from gateway.runtimes import Runtime, build_runtime
 from gateway.runtimes.stdio import missing_program, program
 from gateway.settings import CoreSettings
 from gateway.validation import describe_validation_error
 
 from .check import check, described
-from .config import ConfigError, load_settings
+from .config import ConfigError, load_settings, secret_variables
 from .registry import settings_as
 from .server import StartError, serve
 
@@ -78,6 +80,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         settings = load_settings(
             args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
         )
+        # Read: out of the environment, and the process out of reach (gateway/secrecy.py),
+        # before any agent starts.
+        sealed = secrecy.seal(secret_variables(os.environ))
         if args.command == "slack":
             request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
         if args.command == "discord" and not discord.enabled(
@@ -100,6 +105,11 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
         return 2
     logs.configure(settings)
+    if not sealed and sys.platform.startswith("linux"):
+        logging.getLogger("slashgate").warning(
+            "could not make the process non-dumpable: processes of the same user can read "
+            "its environment and memory (docs/security.md)"
+        )
     if args.command == "check":
         return asyncio.run(check(settings, runtime))
     if args.command == "serve":
