@@ -24,7 +24,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "123456:BENCH-token_for-the-fake"
-SECRET = "bench-secret"
+SECRET = "bench-secret-0123456789"
 STARTUP = 120.0  # seconds: several gateways start at once on a small, busy machine
 TICKS = os.sysconf("SC_CLK_TCK")
 

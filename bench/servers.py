@@ -39,7 +39,7 @@ from bench.loadrig import OPEN_ACCESS  # noqa: E402
 from bench.platforms import listen  # noqa: E402
 
 TELEGRAM_TOKEN = "123456:bench-token_for-the-fake-bot-api"
-TELEGRAM_SECRET = "bench-secret"
+TELEGRAM_SECRET = "bench-secret-0123456789"
 SLACK_TOKEN = "xoxb-bench"
 SLACK_SECRET = "bench-signing-secret"
 UNPACED = 1e9  # messages per second (or minute) that no run comes near: the pacer never waits

@@ -191,6 +191,40 @@ class _BadHttp(logging.Filter):
         return True
 
 
+# Loggers of ours that third-party libraries log through (slack_sdk's Web API and response_url
+# clients, slack_bolt): theirs are library lines, at ``library_log_level``.
+LIBRARY_LOGGERS = ("slashgate.slack.web", "slashgate.slack.response_url", "slashgate.slack.bolt")
+
+
+def library_level(settings: CoreSettings) -> int:
+    """The least severe level a library's line needs to be written: ``library_log_level``,
+    or ``log_level`` where that is higher.
+    """
+    return max(
+        logging.getLevelName(settings.log_level), logging.getLevelName(settings.library_log_level)
+    )
+
+
+def ours(name: str) -> bool:
+    """A logger of the gateway's own (``slashgate.*``), not one a library writes through."""
+    own = name == "slashgate" or name.startswith("slashgate.")
+    return own and not any(name == n or name.startswith(n + ".") for n in LIBRARY_LOGGERS)
+
+
+class _Libraries(logging.Filter):
+    """Lines of the third-party libraries (aiogram, slack_sdk, slack_bolt, hikari, aiohttp's
+    access log...) below ``library_level``: not written. At DEBUG they log message texts,
+    request bodies and response URLs.
+    """
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level or ours(record.name)
+
+
 class _Context(logging.Filter):
     """Copies the context fields onto the record (the formatter runs in the same task)."""
 
@@ -224,6 +258,7 @@ def configure(settings: CoreSettings, stream: Any = None, out: Any = None) -> No
     json_format = settings.log_format == "json"
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter(secrets) if json_format else TextFormatter(secrets))
+    handler.addFilter(_Libraries(library_level(settings)))
     handler.addFilter(_Context())
     announcer = logging.StreamHandler(out or sys.stdout)
     announcer.setFormatter(JsonFormatter(secrets) if json_format else _Bare(secrets))

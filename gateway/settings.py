@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     AfterValidator,
+    BaseModel,
     Field,
     PrivateAttr,
     SecretStr,
@@ -48,6 +49,17 @@ SqliteSynchronous = Literal["full", "normal"]  # PRAGMA synchronous of the SQLit
 _RUNTIME_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
+def secret_names(model: type[BaseModel]) -> list[str]:
+    """The settings that hold secrets (``SecretStr``, or a table of them): each may also be
+    read from a file (``SLASHGATE_<NAME>_FILE``), and is masked in the logs.
+    """
+    return [name for name, field in model.model_fields.items() if _holds(field.annotation)]
+
+
+def _holds(annotation: Any) -> bool:
+    return annotation is SecretStr or any(_holds(arg) for arg in get_args(annotation))
+
+
 class CoreSettings(BaseSettings):
     # Errors name the field and the rule, not the input: that may hold tokens and API keys.
     model_config = SettingsConfigDict(
@@ -61,6 +73,9 @@ class CoreSettings(BaseSettings):
     # compose.yaml passes it): the open-webhook check looks at it (channels/webhook/exposure.py).
     published_host: str | None = None
     log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
+    # The third-party libraries' (aiogram, slack_sdk, hikari, aiohttp...): never more than
+    # log_level shows. At DEBUG they log message texts and request bodies (gateway/logs.py).
+    library_log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
     # The largest request body any channel's route reads (the webhook's, Telegram's updates,
     # Slack's events): named after the webhook, where it was first.
@@ -107,18 +122,25 @@ class CoreSettings(BaseSettings):
     attachment_max_bytes: int = Field(20_000_000, ge=1)  # per file
     attachment_max_total: int = Field(50_000_000, ge=1)  # all the files of one message
     attachment_fetch_timeout: float = Field(30.0, gt=0)  # seconds to download one file
-    # Tests only: lets the webhook fetch http:// and loopback/private addresses.
+    # Tests only: lets the webhook fetch http:// and loopback/private addresses (a warning
+    # at start; gateway/addresses.py has the ranges otherwise refused).
     attachment_allow_private_urls: bool = False
+
+    # The agent's side (acp and pi runtimes; docs/security.md). Its working folder, unless
+    # acp_cwd or pi_cwd names another: made (0700) at start, apart from the state and settings.
+    workspace: Path = Path("slashgate-workspace")
+    # When the gateway runs as root: the user (name or uid) the agent runs as.
+    agent_user: str | None = None
 
     # acp runtime: any Agent Client Protocol agent over stdio
     acp_command: list[str] = []
-    acp_cwd: Path = Path(".")
+    acp_cwd: Path | None = None  # unset: workspace
     acp_env: dict[str, SecretStr] = {}  # API keys, often: revealed only to the child
     acp_auth_method: str | None = None
 
     # pi runtime: `pi --mode rpc`, one process per conversation
     pi_command: list[str] = ["pi", "--mode", "rpc"]
-    pi_cwd: Path = Path(".")
+    pi_cwd: Path | None = None  # unset: workspace
     pi_env: dict[str, SecretStr] = {}
     pi_pool_size: int = Field(8, ge=1)
     pi_idle_ttl: float = Field(600.0, gt=0)
@@ -132,12 +154,24 @@ class CoreSettings(BaseSettings):
 
     # How the user wrote each setting given in a file or the environment (``named``).
     _named: dict[str, str] = PrivateAttr(default_factory=dict)
+    # Where the settings came from, for ``slashgate check``'s warnings (slashgate/safety.py):
+    # the TOML file, the secrets written in it in clear, those read from files of their own.
+    _config_file: Path | None = PrivateAttr(default=None)
+    _secrets_in_config: tuple[str, ...] = PrivateAttr(default=())
+    _secret_files: dict[str, Path] = PrivateAttr(default_factory=dict)
 
     def named(self, name: str) -> str:
         """The setting ``name`` as the user gave it: ``slashgate.toml: [acp] command``,
         ``SLASHGATE_ACP_COMMAND``, or ``name`` itself.
         """
         return self._named.get(name, name)
+
+    def agent_cwd(self, runtime: str) -> Path:
+        """The working folder of the ``acp`` or ``pi`` agent: its ``cwd`` setting, else the
+        workspace.
+        """
+        configured: Path | None = getattr(self, f"{runtime}_cwd")
+        return self.workspace if configured is None else configured
 
     # Validators have names of their own in every settings model: pydantic keeps one
     # validator per name across the bases of the composed model.
@@ -157,7 +191,7 @@ class CoreSettings(BaseSettings):
             raise ValueError(describe_validation_error(exc)) from None
         return value
 
-    @field_validator("log_level")
+    @field_validator("log_level", "library_log_level")
     @classmethod
     def _log_level_exists(cls, value: str) -> str:
         if value.upper() not in LOG_LEVELS:

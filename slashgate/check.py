@@ -1,6 +1,7 @@
 """``slashgate check``: the configuration is valid (it was loaded to get here), then the
 runtime, the state store and each configured platform are reached once. One line per part;
-exit status 1 when any part failed.
+exit status 1 when any part failed. Then a ``warning:`` line for each setting that leaves
+something open (slashgate/safety.py), which fails nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from gateway.settings import CoreSettings
 from gateway.state import StateStore
 
 from .registry import build_channels
+from .safety import unsafe_settings
 
 TIMEOUT = 30.0  # seconds one part may take
 
@@ -44,6 +46,8 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
             print(f"{name}: FAILED: {secrets.mask(problem)}", flush=True)
         else:
             print(f"{name}: ok ({secrets.mask(detail)})", flush=True)
+    for warning in unsafe_settings(settings):
+        print(f"warning: {secrets.mask(warning)}", flush=True)
     return 1 if failed else 0
 
 

@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import importlib
 import json
+import logging
+import os
 import sys
 from importlib.metadata import version
 
@@ -14,7 +16,7 @@ from pydantic import ValidationError
 from channels.discord import settings as discord
 from channels.slack.manifest import build_manifest, effective_inventory, request_url
 from channels.slack.settings import SlackSettings
-from gateway import logs
+from gateway import logs, secrecy
 from gateway.runtimes import Runtime, build_runtime
 from gateway.runtimes.stdio import missing_program, program
 from gateway.settings import CoreSettings
@@ -22,7 +24,7 @@ from gateway.validation import describe_validation_error
 
 from . import access_cli
 from .check import check, described
-from .config import ConfigError, load_settings
+from .config import ConfigError, load_settings, secret_variables
 from .registry import settings_as
 from .server import StartError, serve
 
@@ -83,6 +85,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         if args.command == "access":
             if mistake := access_cli.problem(args, settings):
                 raise ConfigError([mistake])
+        # Read: out of the environment, and the process out of reach (gateway/secrecy.py),
+        # before any agent starts.
+        sealed = secrecy.seal(secret_variables(os.environ))
         if args.command == "slack":
             request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
         if args.command == "discord" and not discord.enabled(
@@ -108,6 +113,11 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
     if args.command == "access":
         return access_cli.run(args, settings)
     assert runtime is not None  # built above for every other command
+    if not sealed and sys.platform.startswith("linux"):
+        logging.getLogger("slashgate").warning(
+            "could not make the process non-dumpable: processes of the same user can read "
+            "its environment and memory (docs/security.md)"
+        )
     if args.command == "check":
         return asyncio.run(check(settings, runtime))
     if args.command == "serve":

@@ -13,12 +13,13 @@ import json
 import os
 import re
 import tomllib
+from pathlib import Path
 from typing import Any, get_origin
 
 from pydantic import ValidationError, create_model
 
 from contract import Catalog
-from gateway.settings import ENV_PREFIX, CoreSettings
+from gateway.settings import ENV_PREFIX, CoreSettings, secret_names
 
 from .registry import CHANNELS
 
@@ -36,6 +37,11 @@ def _composed() -> type[CoreSettings]:
 
 
 Settings = _composed()
+# The secret settings: each may come from a file instead (``SLASHGATE_TELEGRAM_TOKEN_FILE``,
+# ``[telegram] token_file``: the Docker and Kubernetes secrets convention).
+SECRETS = secret_names(Settings)
+FILE_SUFFIX = "_file"
+MAX_SECRET_FILE = 64 * 1024  # bytes: a larger file is not a secret but a mistake
 
 
 class ConfigError(ValueError):
@@ -56,7 +62,8 @@ def _flatten(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str,
     """The settings a TOML file sets, how the file spells each (``[telegram] token``), and a
     line for each key that is no setting.
     """
-    fields = Settings.model_fields
+    fields = {**Settings.model_fields}
+    fields.update({name + FILE_SUFFIX: fields[name] for name in SECRETS})
     sections = sorted({name.split("_")[0] for name in fields if "_" in name})
     flat: dict[str, Any] = {}
     spelled: dict[str, str] = {}
@@ -64,6 +71,12 @@ def _flatten(data: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str,
     where = f"{path}: " if path else ""
 
     def take(name: str, spelling: str, value: Any) -> None:
+        if name.endswith(FILE_SUFFIX) and name not in Settings.model_fields:
+            # A secret's file: the setting itself, read from the file (``_secret_files``).
+            name = name.removesuffix(FILE_SUFFIX)
+            if not isinstance(value, str):
+                problems.append(f"{where}{spelling} must be a file's path (a string)")
+            value = SecretFile(str(value))
         if name in flat:
             problems.append(f"{where}{spelling} is set twice (also as {spelled[name]})")
         flat[name], spelled[name] = value, spelling
@@ -120,15 +133,106 @@ def _environment_problems(environ: dict[str, str] | os._Environ[str]) -> list[st
     each list or table setting whose value is not JSON of that shape.
     """
     names = {ENV_PREFIX + name.upper(): name for name in Settings.model_fields}
-    known = [*names, ENV_PREFIX + "CONFIG"]
+    files = {_file_variable(name): name for name in SECRETS}
+    known = [*names, *files, ENV_PREFIX + "CONFIG"]
+    given = {variable.upper() for variable in environ}
     problems = []
     for variable, value in environ.items():
         upper = variable.upper()
         if upper in names:
             problems += _json_problems(variable, value, names[upper])
+        elif upper in files:
+            if ENV_PREFIX + files[upper].upper() in given:
+                problems.append(
+                    f"{variable} and {ENV_PREFIX + files[upper].upper()} are both set: "
+                    "the secret comes from one of them"
+                )
         elif upper.startswith(ENV_PREFIX) and upper not in known:
             problems.append(f"{variable} is not a setting{_closest(upper, known, '{}')}")
     return problems
+
+
+def secret_variables(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """The variables of ``environ`` that give a secret setting, or the file holding one."""
+    secret = {ENV_PREFIX + name.upper() for name in SECRETS}
+    secret |= {_file_variable(name) for name in SECRETS}
+    return [variable for variable in environ if variable.upper() in secret]
+
+
+def _file_variable(name: str) -> str:
+    """``SLASHGATE_TELEGRAM_TOKEN_FILE``: the variable naming the file of a secret setting."""
+    return ENV_PREFIX + (name + FILE_SUFFIX).upper()
+
+
+class SecretFile(str):
+    """A secret setting's file, as named (in the TOML file or the environment): read by
+    ``_read_secrets`` before the settings are validated.
+    """
+
+
+def _read_secret(name: str, path: str, named: str) -> tuple[Any, str | None]:
+    """(the value of secret setting ``name`` read from ``path``, None), or (None, the problem
+    in a line naming the file and the setting). The text without its trailing line breaks
+    (``echo`` writes one); a table setting (``acp_env``) is JSON there, as in its variable.
+    """
+    value, problem = _secret_text(path)
+    if value is not None and get_origin(Settings.model_fields[name].annotation) is dict:
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            value, problem = None, 'not a table in JSON, e.g. {"KEY": "value"}'
+    return value, None if problem is None else f"{path}: {problem} (named by {named})"
+
+
+def _secret_text(path: str) -> tuple[str | None, str | None]:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_SECRET_FILE + 1)
+    except FileNotFoundError:
+        return None, "no such file"
+    except OSError as exc:
+        return None, f"cannot read it: {exc.strerror or exc}"
+    if len(raw) > MAX_SECRET_FILE:
+        return None, f"over {MAX_SECRET_FILE // 1024} KiB: not a secret"
+    try:
+        text = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    return (text, None) if text.strip() else (None, "empty")
+
+
+def _read_secrets(
+    values: dict[str, Any],
+    spelled: dict[str, str],
+    environ: dict[str, str] | os._Environ[str],
+    file: str,
+) -> tuple[dict[str, Path], list[str]]:
+    """Replace each secret given as a file (``SecretFile`` in ``values``, or a
+    ``SLASHGATE_<NAME>_FILE`` variable, which wins) by what the file holds. Returns the files
+    read, by setting, and a line for each that cannot be.
+    """
+    problems: list[str] = []
+    read: dict[str, Path] = {}
+    variables = {variable.upper(): variable for variable in environ}
+    for name in SECRETS:
+        variable = variables.get(_file_variable(name))
+        if ENV_PREFIX + name.upper() in variables:
+            values.pop(name, None)  # the variable wins over the TOML file
+            continue
+        if variable is not None:
+            path, named = environ[variable], variable
+        elif isinstance(values.get(name), SecretFile):
+            path, named = str(values[name]), f"{file}: {spelled[name]}"
+        else:
+            continue
+        value, problem = _read_secret(name, path, named)
+        if problem is not None:
+            problems.append(problem)
+        else:
+            values[name], read[name] = value, Path(path)
+    return read, problems
 
 
 def _json_problems(variable: str, value: str, name: str) -> list[str]:
@@ -172,7 +276,7 @@ def _named(
     file, or its own name.
     """
     variable = ENV_PREFIX + name.upper()
-    given = [v for v in environ if v.upper() == variable]
+    given = [v for v in environ if v.upper() in (variable, variable + FILE_SUFFIX.upper())]
     if given:
         return given[0]
     if name in spelled:
@@ -218,12 +322,21 @@ def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any
         problems += file_problems
     if problems:  # the values are not checked before the names are right
         raise ConfigError(problems)
+    in_clear = tuple(n for n in SECRETS if n in values and not isinstance(values[n], SecretFile))
+    secret_files, problems = _read_secrets(values, spelled, environ, str(path))
+    if problems:
+        raise ConfigError(problems)
     try:
         settings = Settings(**values)
     except ValidationError as exc:
         raise ConfigError(_validation_problems(exc, environ, str(path), spelled)) from None
     named = {name: _named(name, environ, str(path), spelled) for name in Settings.model_fields}
     settings._named = {name: said for name, said in named.items() if said != name}
+    settings._config_file = Path(path) if path else None
+    settings._secrets_in_config = tuple(
+        n for n in in_clear if n in values and n not in secret_files
+    )
+    settings._secret_files = secret_files
     if overrides:  # command-line flags win over the environment
         settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
     return settings

@@ -27,6 +27,7 @@ from gateway.settings import CoreSettings
 
 from . import probes
 from .registry import build_channels, refusal
+from .safety import unsafe_settings
 
 log = logging.getLogger("slashgate")
 http_log = logging.getLogger("slashgate.http")
@@ -155,6 +156,8 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
     try:
         try:
             _warn_of_a_missing_agent(settings)
+            for warning in unsafe_settings(settings):
+                log.warning("%s", warning)
             await gateway.start()
             log.info("runtime: %s", gateway.runtime.describe())
             log.info("store: %s", _describe_store(settings))

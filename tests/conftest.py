@@ -25,6 +25,7 @@ from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from slashgate.config import Settings
 from slashgate.server import Running, running
+from tests.http import WORKSPACE
 
 # Every async test runs under the loop watchdog; pytester runs it in its own self-test.
 pytest_plugins = ["tests.loop_watchdog", "pytester"]
@@ -97,6 +98,7 @@ def make_settings(**overrides: Any) -> Settings:
         "inventory_wait": 2.0,
         "store": "memory",  # a test that wants durable state names its own file
         **OPEN_ACCESS,
+        "workspace": WORKSPACE,  # an agent's folder, made when one starts: not in the checkout
     }
     return Settings.model_construct(**{**defaults, **base, **overrides})
 

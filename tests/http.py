@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ from aiohttp import web
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP = 30.0
+# Where the agents of the tests work unless a test names a folder (the workspace setting):
+# made when one starts, never in the checkout.
+WORKSPACE = Path(tempfile.gettempdir()) / f"slashgate-tests-{os.getpid()}" / "workspace"
 
 
 SERVE = (sys.executable, "-m", "slashgate", "serve")
@@ -37,6 +41,7 @@ async def serve_subprocess(*command: str, cwd: Path = ROOT, **env: str) -> Async
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     # Nothing carried between runs: a test that wants durable state names its own store.
     clean["SLASHGATE_STORE"] = "memory"
+    clean["SLASHGATE_WORKSPACE"] = str(WORKSPACE)
     clean.update({f"SLASHGATE_{k.upper()}": v for k, v in env.items()})
     proc = await asyncio.create_subprocess_exec(
         *(command or SERVE), "--port", "0",

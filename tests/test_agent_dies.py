@@ -29,7 +29,7 @@ def test_the_agents_last_stderr_lines_come_with_the_error(command: str, tmp_path
     agent.write_text(DIES)
     config = tmp_path / "slashgate.toml"
     config.write_text(
-        f'runtime = "acp"\nstore = "memory"\n[acp]\n'
+        f'runtime = "acp"\nstore = "memory"\nworkspace = "{tmp_path / "workspace"}"\n[acp]\n'
         f"command = {json.dumps([sys.executable, str(agent)])}\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}

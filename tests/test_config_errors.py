@@ -92,7 +92,48 @@ MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
     ({"SLASHGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "", ["slack_signing_secret is not set"]),
     ({}, '[slack]\nsigning_secret = "s"\n', ["slack_bot_token is not set"]),
     ({"SLASHGATE_TELEGRAM_TOKEN": "123:abc"}, "", ["telegram_secret is not set"]),
-    ({}, '[telegram]\nsecret = "s"\n', ["telegram_secret is set but telegram_token is not"]),
+    (
+        {},
+        '[telegram]\nsecret = "s3cret_for-the-tests"\n',
+        ["telegram_secret is set but telegram_token is not"],
+    ),
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
+        '[telegram]\nsecret = "a"\n',
+        [f"{FILE}: [telegram] secret: must be at least 16 characters: it alone proves"],
+    ),
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN": "123:abc", "SLASHGATE_TELEGRAM_SECRET": "not a secret token"},
+        "",
+        ["SLASHGATE_TELEGRAM_SECRET: must be 1-256 of A-Z, a-z, 0-9, _ and -"],
+    ),
+    # A secret from a file (the Docker and Kubernetes convention) names the file and how.
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN_FILE": "missing-token"},
+        "",
+        ["missing-token: no such file (named by SLASHGATE_TELEGRAM_TOKEN_FILE)"],
+    ),
+    (
+        {},
+        '[slack]\nbot_token_file = "."\n',
+        [f".: cannot read it: Is a directory (named by {FILE}: [slack] bot_token_file)"],
+    ),
+    (
+        {"SLASHGATE_WEBHOOK_TOKEN": "t0ken-t0ken", "SLASHGATE_WEBHOOK_TOKEN_FILE": "token"},
+        "",
+        ["SLASHGATE_WEBHOOK_TOKEN_FILE and SLASHGATE_WEBHOOK_TOKEN are both set"],
+    ),
+    (
+        {},
+        '[telegram]\ntoken = "123:abc"\ntoken_file = "token"\n',
+        [f"{FILE}: [telegram] token_file is set twice (also as [telegram] token)"],
+    ),
+    ({}, "[redis]\nurl_file = 3\n", [f"{FILE}: [redis] url_file must be a file's path"]),
+    (
+        {"SLASHGATE_RUNTIME": "pi", "SLASHGATE_AGENT_USER": "no-such-user-here"},
+        "",
+        ["SLASHGATE_AGENT_USER: no user 'no-such-user-here' on this machine"],
+    ),
     (
         {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
         '[telegram]\nmode = "polling"\nwebhook_url = "https://gw.example.com/telegram/webhook"\n',

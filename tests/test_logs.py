@@ -79,6 +79,21 @@ async def test_a_missing_agent_program_is_a_warning_that_says_what_to_check(
     )
 
 
+async def test_private_attachment_urls_are_a_warning_at_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="slashgate")
+    async with running(make_settings()):
+        assert not [w for w in lines(caplog, logging.WARNING) if "allow_private_urls" in w]
+    async with running(make_settings(attachment_allow_private_urls=True)):
+        warnings = lines(caplog, logging.WARNING)
+    assert warnings == [
+        "attachment_allow_private_urls is on: POST /v1/messages fetches attachment URLs on "
+        "loopback and private networks, and over plain http (internal services, cloud "
+        "metadata); it is meant for tests"
+    ]
+
+
 async def test_an_unreachable_electric_server_is_a_warning_that_says_what_to_check(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

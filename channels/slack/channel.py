@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import ClientSession, ClientTimeout, web
 
+from gateway import logs
 from gateway.channel import Channel
 from gateway.inbound import InboundMessage, ReplySink
 from gateway.openapi import document
@@ -50,8 +51,8 @@ class SlackChannel(Channel[SlackSettings]):
             raise ValueError("the Slack channel needs slack_bot_token and slack_signing_secret")
         token = settings.slack_bot_token.get_secret_value()
         secret = settings.slack_signing_secret.get_secret_value()
-        debug = settings.log_level.upper() == "DEBUG"
-        client_log.setLevel(logging.DEBUG if debug else logging.INFO)
+        # slack_sdk formats its dump of each call when its logger allows DEBUG, written or not.
+        client_log.setLevel(logs.library_level(settings))
         self.pacing = SlackPacing(settings, gateway.store)
         self.outbox = Outbox(
             web_client(settings.slack_api_base, token, pacing=self.pacing),

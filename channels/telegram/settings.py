@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 from typing import Literal, Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.access import Ids, access_settings
 from gateway.settings import Rate
 
 # Telegram's user and chat ids: whole numbers (groups' are negative).
 IDS = Ids(re.compile(r"-?[0-9]{1,20}"), "a Telegram user or chat id (a whole number)")
+
+MIN_SECRET = 16  # characters: guessing it must be out of reach (16 of 64 symbols: 96 bits)
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # Telegram's rule for setWebhook's secret_token
 
 
 class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
@@ -29,6 +32,25 @@ class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
     telegram_rate_global: Rate = 30.0  # messages a second, the whole bot
     telegram_rate_private: Rate = 1.0  # messages a second in one private chat
     telegram_rate_group: Rate = 20.0  # messages a minute in one group
+
+    @field_validator("telegram_secret")
+    @classmethod
+    def _telegram_secret_is_strong(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        secret = value.get_secret_value()
+        if not _SECRET.fullmatch(secret):
+            raise ValueError(
+                "must be 1-256 of A-Z, a-z, 0-9, _ and - (Telegram's rule for the secret_token "
+                "of setWebhook)"
+            )
+        if len(secret) < MIN_SECRET:
+            raise ValueError(
+                f"must be at least {MIN_SECRET} characters: it alone proves that an update "
+                "comes from Telegram, and whoever guesses it can write as any user "
+                "(openssl rand -hex 32 makes one)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _telegram_webhook_has_a_secret(self) -> Self:

@@ -1,10 +1,13 @@
 """Files on ``POST /v1/messages``: multipart/form-data uploads, and JSON ``attachments``
 given inline (base64) or as a URL the gateway fetches.
 
-A URL is fetched only over https from a public address (each redirect checked again, the
-address checked where the connection is made, so a name that resolves to a private address
-is refused too), within ``attachment_fetch_timeout`` and the size limits.
-``attachment_allow_private_urls`` (tests only) also allows plain http and private addresses.
+A URL is fetched only over https from a public address (gateway/addresses.py; each
+redirect checked again, the address checked where the connection is made, so a name that
+resolves to a private address is refused too), within ``attachment_fetch_timeout`` and the
+size limits. ``attachment_allow_private_urls`` (tests only) also allows plain http and
+private addresses. Whatever fails, the client is told only that the file could not be
+downloaded: no difference between an address refused, a name not known, a port closed or a
+page missing, which would map the gateway's network for whoever asks. The log says why.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import base64
 import binascii
 import hashlib
 import ipaddress
+import logging
 import socket
 from collections.abc import AsyncIterator
 
@@ -23,6 +27,7 @@ from aiohttp.resolver import DefaultResolver
 from pydantic import ValidationError
 from yarl import URL
 
+from gateway.addresses import public
 from gateway.attachments import (
     AttachmentError,
     Budget,
@@ -42,6 +47,7 @@ MAX_FILES = 20  # per message
 MAX_REDIRECTS = 5
 CHUNK = 64 * 1024
 _FIELDS = ("conversation", "user", "text", "id")
+log = logging.getLogger("slashgate.webhook")
 
 
 class RequestProblem(Exception):
@@ -60,10 +66,10 @@ class PublicOnly(AbstractResolver):
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         found = await self._inner.resolve(host, port, family)
-        public = [r for r in found if ipaddress.ip_address(r["host"]).is_global]
-        if not public:
+        allowed = [r for r in found if public(r["host"])]
+        if not allowed:
             raise OSError(f"{host} is not a public address")
-        return public
+        return allowed
 
     async def close(self) -> None:
         await self._inner.close()
@@ -175,24 +181,17 @@ class WebhookFiles:
                             target = self._checked(str(target.join(URL(location))), name)
                             continue
                         if response.status != 200:
-                            raise Unavailable(
-                                f"{name} could not be fetched: its URL answered HTTP "
-                                f"{response.status}. Nothing was sent to the agent."
-                            )
+                            raise _not_downloaded(name, target, f"HTTP {response.status}")
                         budget.admit(name, response.content_length)
                         data = await read_capped(response.content.iter_chunked(CHUNK), name, budget)
                         kind = declared or response.headers.get(aiohttp.hdrs.CONTENT_TYPE)
                         return Attachment(name, media_type(kind, name), data, url=url)
         except TimeoutError:
-            raise Unavailable(
-                f"{name} could not be fetched within {self.settings.attachment_fetch_timeout:g} "
-                "seconds. Nothing was sent to the agent."
-            ) from None
+            timeout_s = self.settings.attachment_fetch_timeout
+            raise _not_downloaded(name, target, f"not within {timeout_s:g} s") from None
         except aiohttp.ClientError as exc:
-            raise Unavailable(
-                f"{name} could not be fetched ({_reason(exc)}). Nothing was sent to the agent."
-            ) from None
-        raise Unavailable(f"{name} could not be fetched: too many redirects.")
+            raise _not_downloaded(name, target, _reason(exc)) from None
+        raise _not_downloaded(name, target, "too many redirects")
 
     def _checked(self, url: str, name: str) -> URL:
         """The URL, when the gateway may fetch it."""
@@ -207,18 +206,23 @@ class WebhookFiles:
                 f"{name}: only https URLs are fetched. Nothing was sent to the agent."
             )
         if not private_ok and not _public_literal(target.host):
-            raise Unavailable(
-                f"{name}: {target.host} is not a public address. Nothing was sent to the agent."
-            )
+            raise _not_downloaded(name, target, "not a public address")
         return target
+
+
+def _not_downloaded(name: str, url: URL, why: str) -> Unavailable:
+    """The same text to the client whatever failed; why, and the host, in the log."""
+    log.info("attachment not downloaded from %s: %s", url.host, why)
+    return Unavailable(f"{name} could not be downloaded. Nothing was sent to the agent.")
 
 
 def _public_literal(host: str) -> bool:
     """False for an IP address that is not public; names are checked when resolved."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_global
+    try:  # as aiohttp tells an address from a name (which it resolves: ``PublicOnly``)
+        literal = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return True
+    return public(literal)
 
 
 def _reason(exc: aiohttp.ClientError) -> str:

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .base import Runtime, RuntimeSession, SessionInfo, Turn
+from .workspace import AgentUser
 
 if TYPE_CHECKING:
     from ..settings import CoreSettings
@@ -26,27 +27,38 @@ def build_runtime(settings: CoreSettings) -> Runtime:
 
         return AcpRuntime(
             settings.acp_command,
-            settings.acp_cwd,
+            settings.agent_cwd("acp"),
             settings.acp_env,
             settings.acp_auth_method,
             settings.cancel_grace,
+            workspace=settings.acp_cwd is None,
+            user=agent_user(settings),
         )
     if settings.runtime == "pi":
         from .pi import PiRuntime
 
         return PiRuntime(
             settings.pi_command,
-            settings.pi_cwd,
+            settings.agent_cwd("pi"),
             settings.pi_env,
             settings.pi_pool_size,
             settings.pi_idle_ttl,
             settings.cancel_grace,
+            workspace=settings.pi_cwd is None,
+            user=agent_user(settings),
         )
     if settings.runtime == "electric":
         from .electric import ElectricRuntime
 
         return ElectricRuntime(settings)
     return load_runtime(settings.runtime)
+
+
+def agent_user(settings: CoreSettings) -> AgentUser | None:
+    """The user the agent runs as (``agent_user``); None: the gateway's own."""
+    if settings.agent_user is None:
+        return None
+    return AgentUser.of(settings.agent_user, settings.named("agent_user"))
 
 
 def load_runtime(spec: str) -> Runtime:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 from .commits import GroupCommit, Work
+from .private import private_file
 
 if TYPE_CHECKING:
     from ..settings import SqliteSynchronous
@@ -106,7 +107,8 @@ class SqliteStore(StateStore):
             self._writer.start()
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # new folders only
+        private_file(self.path)
         # The busy timeout comes with the connection, before the first statement: another
         # process opening, migrating or writing the same file is waited for, not an error.
         db = sqlite3.connect(

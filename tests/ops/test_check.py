@@ -9,13 +9,16 @@ import os
 import sys
 from pathlib import Path
 
-from tests.http import ROOT
+from tests.http import ROOT, WORKSPACE
 from tests.slack.slack_fake import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, fake_slack
 from tests.telegram.fake_bot_api import FakeBotAPI
+
+ROOTED = os.geteuid() == 0
 
 
 async def check(config: Path) -> tuple[int, list[str]]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
+    clean["SLASHGATE_WORKSPACE"] = str(WORKSPACE)  # the agent's folder, not in the checkout
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "slashgate", "check", "--config", str(config),
         cwd=ROOT, env=clean, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -25,8 +28,10 @@ async def check(config: Path) -> tuple[int, list[str]]:
     return process.returncode, (out.decode() + err.decode()).splitlines()
 
 
-def write(path: Path, text: str) -> Path:
+def write(path: Path, text: str, mode: int = 0o600) -> Path:
+    """The settings file, for its user alone: one others may read is a warning with secrets."""
     path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
     return path
 
 
@@ -38,7 +43,7 @@ async def test_every_part_is_reached_once_and_reported_on_one_line(tmp_path: Pat
             state_path = "{tmp_path / "state.sqlite3"}"
             [telegram]
             token = "{telegram.token}"
-            secret = "s3cret-s3cret"
+            secret = "s3cret-s3cret-s3cret"
             api_base = "{telegram.url}"
             [slack]
             bot_token = "{BOT_TOKEN}"
@@ -100,3 +105,58 @@ async def test_a_configuration_error_is_refused_before_anything_is_reached(tmp_p
     status, lines = await check(config)
     assert status == 2
     assert lines[0].startswith("slashgate: bad configuration:")
+
+
+async def test_each_setting_that_leaves_something_open_is_a_warning(tmp_path: Path) -> None:
+    """After the parts, one ``warning:`` line per unsafe setting; the exit status stays 0."""
+    config = write(
+        tmp_path / "slashgate.toml",
+        f"""
+        runtime = "pi"
+        store = "sqlite"
+        state_path = "{tmp_path / "state.sqlite3"}"
+        library_log_level = "DEBUG"
+        [pi]
+        command = ["{sys.executable}", "-c", "pass"]
+        cwd = "{tmp_path}"
+        [attachment]
+        allow_private_urls = true
+        [webhook]
+        token = "whk-0123456789abcdef"
+        """,
+        mode=0o644,
+    )
+    status, lines = await check(config)
+    assert status == 0, lines
+    warnings = [line for line in lines if line.startswith("warning: ")]
+    assert lines[-len(warnings) :] == warnings  # after the parts
+    expected = [
+        f"warning: {config}: [attachment] allow_private_urls is on: POST /v1/messages fetches",
+        f"warning: {config}: [pi] cwd is {tmp_path}, which holds {config}, "
+        f"{tmp_path / 'state.sqlite3'}: the agent works there",
+        *(["warning: the gateway runs as root and agent_user is not set"] if ROOTED else []),
+        f"warning: {config}: library_log_level is DEBUG: with log_level there too",
+        f"warning: {config} holds webhook_token and other users may read it: chmod 600 it",
+    ]
+    assert len(warnings) == len(expected), warnings
+    for line, start in zip(warnings, expected, strict=True):
+        assert line.startswith(start), line
+    assert "whk-0123456789abcdef" not in "".join(lines)
+
+
+async def test_a_safe_configuration_has_no_warning(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "slashgate.toml",
+        f"""
+        runtime = "pi"
+        store = "memory"
+        {'agent_user = "nobody"' if ROOTED else ""}
+        [pi]
+        command = ["{sys.executable}", "-c", "pass"]
+        [webhook]
+        token = "whk-0123456789abcdef"
+        """,
+    )
+    status, lines = await check(config)
+    assert status == 0, lines
+    assert not [line for line in lines if line.startswith("warning: ")], lines

@@ -240,3 +240,41 @@ def test_a_secret_that_reaches_a_log_call_is_masked_in_both_formats() -> None:
         output = stream.getvalue()
         assert token not in output and "AAE-secret" not in output
         assert output.count("[secret]") == 3
+
+
+async def test_at_debug_the_libraries_log_no_message_text() -> None:
+    """slack_sdk, slack_bolt, aiohttp... log request bodies at DEBUG: with log_level DEBUG they
+    stay at library_log_level (INFO), and no message text reaches the log (issue 32).
+    """
+    text = "/echo the-words-of-a-user-4211"
+    async with fake_slack() as slack:
+        env = {
+            "log_level": "DEBUG",
+            "slack_bot_token": BOT_TOKEN,
+            "slack_signing_secret": SIGNING_SECRET,
+            "slack_api_base": slack.api_base,
+        }
+        async with serve_subprocess(**env) as served, aiohttp.ClientSession() as http:
+            body = event_body(mention(text, ts="900.2"))
+            headers = signed_headers(body, "application/json")
+            post = _poster(http, served.url)
+            assert await post("/slack/events", data=body, headers=headers) == 200
+            await slack.wait_calls("chat.postMessage")
+        output = "".join(served.output)
+    assert "turn classification=supported command=echo outcome=ok" in output
+    assert "the-words-of-a-user-4211" not in output  # slack_sdk logged each call's body
+
+
+def test_library_log_level_lets_a_librarys_lines_through_up_to_log_level() -> None:
+    for library, own, said in (
+        ("INFO", "DEBUG", ["library info", "own debug"]),
+        ("DEBUG", "DEBUG", ["library debug", "library info", "own debug"]),
+        ("DEBUG", "INFO", ["library info"]),  # never below log_level
+    ):
+        with captured(log_level=own, library_log_level=library) as stream:
+            logging.getLogger("slashgate.core").debug("own debug")
+            logging.getLogger("slack_sdk.web").debug("library debug")
+            logging.getLogger("slashgate.slack.bolt").debug("library debug")
+            logging.getLogger("aiohttp.access").info("library info")
+        lines = [line.split(": ", 1)[1] for line in stream.getvalue().splitlines()]
+        assert sorted(set(lines)) == said, (library, own, lines)

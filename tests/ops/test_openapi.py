@@ -23,7 +23,7 @@ from tests.slack.slack_fake import BOT_TOKEN, SIGNING_SECRET, fake_slack
 from tests.telegram.fake_bot_api import FakeBotAPI
 
 TOKEN = "bearer-for-the-fuzzer"
-TELEGRAM_SECRET = "telegram-secret"  # sent on every request: updates get past the check
+TELEGRAM_SECRET = "telegram-secret-0123456789"  # sent on every request: updates get past the check
 EXAMPLES = 25  # per operation: bounded, so the run takes seconds
 CHECKS = (
     "not_a_server_error,status_code_conformance,content_type_conformance,"

@@ -28,7 +28,7 @@ from tests.reliability.gateway_process import GatewayProcess
 from tests.telegram.fake_bot_api import TOKEN, FakeBotAPI
 from tests.telegram.helpers import message_update
 
-SECRET = "fault-secret"
+SECRET = "fault-secret-0123456789"
 CYCLES = int(os.environ.get("FAULT_CYCLES", "6"))
 NEW_PER_CYCLE = 14
 RESTARTED = "restarted"

@@ -22,7 +22,7 @@ from tests.telegram.helpers import message_update
 
 pytestmark = needs_redis
 
-SECRET = "replica-secret"
+SECRET = "replica-secret-0123456789"
 LEASE = 1.5  # seconds: a dead replica's conversations wait about this long
 PATIENCE = 60.0  # seconds any one expectation may take on a loaded machine
 

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any, Protocol, cast
 
 from acp import PROTOCOL_VERSION, Client, RequestError
@@ -34,6 +33,7 @@ from pydantic import SecretStr
 from ...store import BoundedTTLMap
 from ...tasks import BackgroundTasks
 from ..stdio import StderrPipe, end_group, exited, revealed, spawn
+from ..workspace import AgentPlace
 
 log = logging.getLogger("slashgate.acp")
 
@@ -102,13 +102,14 @@ class AcpAgent:
     def __init__(
         self,
         command: Sequence[str],
-        cwd: Path,
+        place: AgentPlace,
         env: Mapping[str, SecretStr],
         auth_method: str | None,
         cancel_grace: float,
     ) -> None:
         self.command = command
-        self.cwd = cwd
+        self.place = place  # where, and as whom, it runs
+        self.cwd = place.cwd
         # The SDK passes only a trimmed environment (PATH, HOME, ...) plus this.
         self._env = env
         self._auth_method = auth_method
@@ -169,10 +170,11 @@ class AcpAgent:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr.child_fd,
-                # The SDK's trimmed environment (PATH, HOME, ...) plus the configured one.
-                env={**default_environment(), **revealed(self._env)},
-                cwd=self.cwd,
+                # The SDK's trimmed environment (PATH, HOME, ...; no SLASHGATE_* variable)
+                # with its user's HOME when that is another, plus the configured one.
+                env={**default_environment(), **self.place.environment(), **revealed(self._env)},
                 limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
+                **self.place.spawn_options(),
             )
         except BaseException:
             stderr.close()

@@ -59,6 +59,7 @@ from ...events import (
 )
 from ...inbound import Attachment
 from ..base import Turn
+from ..workspace import inside, target
 
 PromptBlock = Any  # the SDK's content block union (text, image, resource_link, ...)
 
@@ -131,6 +132,8 @@ def prompt_blocks(
     turn: Turn, cwd: Path, capabilities: PromptCapabilities | None
 ) -> list[PromptBlock]:
     """The turn as ACP content blocks: text, ``file`` nodes as resource links, attachments.
+    A ``file`` node whose path leaves the agent's folder ``cwd`` stays text, as typed
+    (gateway/runtimes/workspace.py).
 
     A supported command goes first as ``/<canonical name> <args>``, whatever the user typed.
     """
@@ -156,9 +159,9 @@ def prompt_blocks(
             blocks.append(text_block(text))
 
     for node in nodes:
-        if isinstance(node, FileNode):
+        if isinstance(node, FileNode) and inside(node.path, cwd):
             flush()
-            blocks.append(resource_link_block(node.path, _file_uri(node.path, cwd)))
+            blocks.append(resource_link_block(node.path, target(node.path, cwd).as_uri()))
         else:
             texts.append(node.raw)
     flush()
@@ -166,11 +169,6 @@ def prompt_blocks(
         blocks[-1] = text_block(blocks[-1].text.rstrip())
     blocks.extend(_attachments(turn, capabilities))
     return blocks or [text_block(payload.source)]
-
-
-def _file_uri(path: str, cwd: Path) -> str:
-    target = Path(path).expanduser()
-    return (target if target.is_absolute() else cwd / target).resolve().as_uri()
 
 
 def _attachments(turn: Turn, capabilities: PromptCapabilities | None) -> list[PromptBlock]:

@@ -12,6 +12,7 @@ from ...state import StateStore
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
+from ..workspace import AgentPlace, AgentUser
 from .agent import AcpAgent
 from .session import AcpSession
 
@@ -28,20 +29,26 @@ class AcpRuntime(Runtime):
         env: Mapping[str, SecretStr] | None = None,
         auth_method: str | None = None,
         cancel_grace: float = 5.0,
+        *,
+        workspace: bool = False,
+        user: AgentUser | None = None,
     ) -> None:
+        """``cwd``: the agent's folder (``workspace``: the gateway's, made at start); ``user``:
+        who it runs as (None: the gateway's user).
+        """
         if not command:
             raise ValueError(
                 'acp_command is empty: set the agent command, e.g. ["gemini", "--acp"]'
             )
-        self.agent = AcpAgent(
-            program(command), cwd.expanduser().resolve(), dict(env or {}), auth_method, cancel_grace
-        )
+        place = AgentPlace(cwd.expanduser().resolve(), workspace, user)
+        self.agent = AcpAgent(program(command), place, dict(env or {}), auth_method, cancel_grace)
         self.kept = KeptSessions("acp")  # conversation -> its ACP session id
 
     def use_store(self, store: StateStore) -> None:
         self.kept.store = store
 
     async def start(self) -> None:
+        self.agent.place.prepare()
         await self.agent.connection()
 
     async def stop(self) -> None:

@@ -19,6 +19,7 @@ from ...attachments import with_parts
 from ...events import ErrorEvent, MessageEnd, RuntimeEvent, SessionUpdated
 from ...logs import outside_input
 from ..base import RuntimeSession, Turn, UpdateListener
+from ..workspace import as_text_outside
 from .client import REQUEST_ERRORS
 from .failures import BACKOFF_FIRST, BACKOFF_MAX
 from .host import EntityHost
@@ -228,7 +229,10 @@ class ElectricSession(RuntimeSession):
         state = EntityTurn(f"slashgate-{uuid.uuid4().hex}")
         self._turn = state  # before the send: its events may arrive before the answer does
         message = {**turn.message.model_dump(mode="json", exclude_none=True), "key": state.key}
-        message["payload"] = with_parts(message["payload"], turn.attachments)
+        payload = message["payload"]
+        if payload.get("nodes"):  # a path that leaves the agent's folder goes as text
+            payload["nodes"] = as_text_outside(payload["nodes"])
+        message["payload"] = with_parts(payload, turn.attachments)
         try:
             principal = user_principal(self.key, turn.user)
             type_name = self.runtime.entity_type

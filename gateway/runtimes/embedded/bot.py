@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from contract import STRICT_NAME, Command, utf16_prefix
 
+from ..workspace import inside
 from .entity import EntityDefinition, HandlerContext, HandlerError, InboxWake
 from .runtime import EmbeddedRuntime
 
@@ -246,10 +247,13 @@ def leading_command(payload: dict[str, Any]) -> tuple[str | None, str]:
 
 
 def references(payload: dict[str, Any]) -> tuple[Reference, ...]:
+    """The references of an input; a file path that leaves the folder (``~``, absolute, a
+    ``..`` too many) is no reference but text (gateway/runtimes/workspace.py).
+    """
     found: list[Reference] = []
     for node in payload.get("nodes") or ():
         kind = node["kind"]
-        if kind == "file":
+        if kind == "file" and inside(node["path"], None):
             found.append(Reference("file", node["path"], node["raw"]))
         elif kind in ("branch", "symbol"):
             found.append(Reference(kind, node["name"], node["raw"]))

@@ -10,11 +10,11 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Protocol
 
 from pydantic import SecretStr
 
+from ..workspace import AgentPlace
 from .process import PiProcess
 
 log = logging.getLogger("slashgate.pi")
@@ -40,13 +40,14 @@ class PiPool:
     def __init__(
         self,
         command: Sequence[str],
-        cwd: Path,
+        place: AgentPlace,
         env: Mapping[str, SecretStr],
         pool_size: int,
         idle_ttl: float,
     ) -> None:
         self.command = command
-        self.cwd = cwd
+        self.place = place  # where, and as whom, pi runs
+        self.cwd = place.cwd
         self._env = env
         self.pool_size = pool_size
         self.idle_ttl = idle_ttl
@@ -66,6 +67,7 @@ class PiPool:
         return session.process if session is not None else None
 
     def start(self) -> None:
+        self.place.prepare()
         self._reaper = asyncio.ensure_future(self._reap())
 
     async def stop(self) -> None:
@@ -93,7 +95,7 @@ class PiPool:
             self._starting += 1
         try:
             await _close(*gone)
-            process = PiProcess(self.command, self.cwd, self._env)
+            process = PiProcess(self.command, self.place, self._env)
             await process.start()
             try:
                 await session.attach(process)

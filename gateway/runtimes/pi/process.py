@@ -10,13 +10,13 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
 
 from ...tasks import BackgroundTasks
 from ..stdio import StderrPipe, end_group, revealed, spawn
+from ..workspace import AgentPlace
 
 log = logging.getLogger("slashgate.pi")
 
@@ -31,18 +31,23 @@ class PiStopped(ConnectionError):
     """The pi process is gone (it exited, or was closed)."""
 
 
-def child_environment(extra: Mapping[str, SecretStr]) -> dict[str, str]:
-    """pi runs as its user would run it, minus the gateway's own settings (tokens, secrets)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
+def child_environment(extra: Mapping[str, SecretStr], place: AgentPlace) -> dict[str, str]:
+    """pi runs as its user would run it, minus the gateway's own settings (tokens, secrets),
+    with its user's HOME when that is another.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SLASHGATE_")}
+    env.update(place.environment())
     env.update(revealed(extra))
     return env
 
 
 class PiProcess:
-    def __init__(self, command: Sequence[str], cwd: Path, env: Mapping[str, SecretStr]) -> None:
+    def __init__(
+        self, command: Sequence[str], place: AgentPlace, env: Mapping[str, SecretStr]
+    ) -> None:
         self._command = list(command)
-        self._cwd = cwd
-        self._env = child_environment(env)
+        self._place = place
+        self._env = child_environment(env, place)
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Event]] = {}
         self._process: asyncio.subprocess.Process | None = None
@@ -67,9 +72,9 @@ class PiProcess:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr.child_fd,
-                cwd=self._cwd,
                 env=self._env,
                 limit=LINE_LIMIT,
+                **self._place.spawn_options(),
             )
         except BaseException:
             stderr.close()

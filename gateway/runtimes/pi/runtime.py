@@ -12,6 +12,7 @@ from ...state import StateStore
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
+from ..workspace import AgentPlace, AgentUser
 from .pool import PiPool
 from .process import PiProcess
 from .session import PiSession
@@ -30,12 +31,17 @@ class PiRuntime(Runtime):
         pool_size: int = 8,
         idle_ttl: float = 600.0,
         cancel_grace: float = 5.0,
+        *,
+        workspace: bool = False,
+        user: AgentUser | None = None,
     ) -> None:
+        """``cwd``: pi's folder (``workspace``: the gateway's, made at start); ``user``: who
+        pi runs as (None: the gateway's user).
+        """
         if not command:
             raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
-        self.pool = PiPool(
-            program(command), cwd.expanduser().resolve(), dict(env or {}), pool_size, idle_ttl
-        )
+        place = AgentPlace(cwd.expanduser().resolve(), workspace, user)
+        self.pool = PiPool(program(command), place, dict(env or {}), pool_size, idle_ttl)
         self.cancel_grace = cancel_grace  # how long pi has to answer an abort
         self.kept = KeptSessions("pi")  # conversation -> its pi session file
 
