@@ -31,6 +31,10 @@ class Channel(Generic[SettingsT]):
     """
 
     name: str = "channel"
+    # The platform signs every request to this channel's routes (a secret header, a
+    # signature over the body), and the routes check it: the server's checks for browsers
+    # (Host, Origin, the proxy rule; slashgate/guard.py) leave them alone.
+    signed: bool = False
 
     def __init__(self, gateway: Gateway, settings: SettingsT) -> None:
         self.gateway = gateway

@@ -251,6 +251,14 @@ class Metrics:
             ["status"],
             registry=registry,
         )
+        self.refused_requests = Counter(
+            "slashgate_http_refused",
+            "HTTP requests refused before their route ran, by reason: host (421), origin "
+            "(403, another site's page), proxy (403, /v1 through a proxy without a token), "
+            "content_type (415, a body that is not JSON).",
+            ["reason"],
+            registry=registry,
+        )
 
     # -- exposition -----------------------------------------------------------------------
 
@@ -325,6 +333,10 @@ class Metrics:
 
     def malformed_request(self, status: int) -> None:
         self._labelled(self.malformed_requests, str(status)).inc()
+
+    def http_refused(self, reason: str) -> None:
+        """One request refused by the server's checks (slashgate/guard.py) or its media type."""
+        self._labelled(self.refused_requests, reason).inc()
 
     # -- state ----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from contract import Catalog
 
+from .origins import host_setting, origin_setting
 from .validation import describe_validation_error
 
 ENV_PREFIX = "SLASHGATE_"
@@ -70,8 +71,17 @@ class CoreSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     # Where clients reach the port when that is not host (a container's published address;
-    # compose.yaml passes it): the open-webhook check looks at it (channels/webhook/exposure.py).
+    # compose.yaml passes it). Only in a container does a loopback one stand in for
+    # webhook_token (channels/webhook/exposure.py); elsewhere the listen address decides.
     published_host: str | None = None
+    # Host names clients use besides the listen address, published_host, localhost and IP
+    # addresses: a request with any other Host header is refused with 421 (a web page that
+    # rebinds its name to this address; docs/deploy.md). "*.example.com": every name under
+    # it; "*": any (the check off). Telegram's, Slack's and Discord's routes are not checked.
+    allowed_hosts: list[str] = []
+    # Origins (https://app.example.com) of other sites whose pages may call /v1/* from the
+    # browser (CORS, preflight included). Other sites' POSTs are refused with 403.
+    cors_origins: list[str] = []
     log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
     # The third-party libraries' (aiogram, slack_sdk, hikari, aiohttp...): never more than
     # log_level shows. At DEBUG they log message texts and request bodies (gateway/logs.py).
@@ -190,6 +200,16 @@ class CoreSettings(BaseSettings):
         except ValidationError as exc:
             raise ValueError(describe_validation_error(exc)) from None
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(host_setting(entry) for entry in value))
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins_are_origins(cls, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(origin_setting(entry) for entry in value))
 
     @field_validator("log_level", "library_log_level")
     @classmethod

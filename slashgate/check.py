@@ -1,7 +1,9 @@
-"""``slashgate check``: the configuration is valid (it was loaded to get here), then the
-runtime, the state store and each configured platform are reached once. One line per part;
-exit status 1 when any part failed. Then a ``warning:`` line for each setting that leaves
-something open (slashgate/safety.py), which fails nothing.
+"""``slashgate check``: the configuration is valid (it was loaded to get here), its unsafe
+settings of the HTTP API are said (``warning:`` lines), each chat channel's access policy,
+then the runtime, the state store and each configured platform are reached once. One line per
+part; exit status 1 when any part failed, or when ``slashgate serve`` would refuse to start.
+Then a ``warning:`` line for each other setting that leaves something open
+(slashgate/safety.py), which fails nothing.
 """
 
 from __future__ import annotations
@@ -9,13 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from channels.webhook.exposure import assess
+from channels.webhook.settings import WebhookSettings
 from gateway.core import Gateway
 from gateway.logs import Secrets, secrets_of
 from gateway.runtimes import Runtime
 from gateway.settings import CoreSettings
 from gateway.state import StateStore
 
-from .registry import build_channels
+from .guard import guard_warnings
+from .registry import build_channels, settings_as
 from .safety import unsafe_settings
 
 TIMEOUT = 30.0  # seconds one part may take
@@ -27,6 +32,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
     secrets = Secrets(secrets_of(settings))
     names = ", ".join(c.name for c in channels)
     print(f"config: ok (runtime {settings.runtime}; channels {names})", flush=True)
+    refused = _unsafe(settings)
     for name in gateway.access.chats:
         print(f"access {name}: {gateway.access.summary(name)}", flush=True)
         for warning in gateway.access.warnings(name):
@@ -36,7 +42,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
         (f"store {settings.store}", lambda: _store(gateway.store)),
         *((channel.name, channel.check) for channel in channels),
     ]
-    failed = False
+    failed = refused
     for name, reach in parts:
         try:
             detail = await asyncio.wait_for(reach(), TIMEOUT)
@@ -49,6 +55,19 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
     for warning in unsafe_settings(settings):
         print(f"warning: {secrets.mask(warning)}", flush=True)
     return 1 if failed else 0
+
+
+def _unsafe(settings: CoreSettings) -> bool:
+    """A ``warning:`` line for each unsafe setting of the HTTP API, and ``serve: FAILED``
+    when ``slashgate serve`` would refuse to start (then True).
+    """
+    webhook = settings_as(WebhookSettings, settings)
+    refusal, warning = assess(webhook)
+    for line in filter(None, (warning, *guard_warnings(webhook))):
+        print(f"warning: {line}", flush=True)
+    if refusal is not None:
+        print(f"serve: FAILED: cannot start: {refusal}", flush=True)
+    return refusal is not None
 
 
 class NotReady(Exception):

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from channels.webhook.settings import WebhookSettings
 from gateway import logs, openapi
 from gateway.channel import ERROR_ANSWERS, Channel, ErrorAnswer
 from gateway.core import Gateway
@@ -26,7 +27,8 @@ from gateway.runtimes.stdio import program
 from gateway.settings import CoreSettings
 
 from . import probes
-from .registry import build_channels, refusal
+from .guard import Guard
+from .registry import build_channels, refusal, settings_as
 from .safety import unsafe_settings
 
 log = logging.getLogger("slashgate")
@@ -51,14 +53,20 @@ def build_app(
 ) -> tuple[web.Application, Gateway, list[Channel]]:
     gateway = Gateway(settings, runtime or build_runtime(settings))
     answers: list[ErrorAnswer] = []
+    guard = Guard(settings_as(WebhookSettings, settings), gateway.metrics)
     # One middleware for every route: each layer aiohttp runs costs every request.
-    app = web.Application(middlewares=[client_errors(gateway.metrics, answers)])
+    app = web.Application(middlewares=[client_errors(gateway.metrics, answers, guard)])
     app[ERROR_ANSWERS] = answers  # the channels add theirs as they mount
     channels = build_channels(gateway, settings)
     probes.mount(app, gateway, channels, Secrets(secrets_of(settings)))
     openapi.mount(app, _version())
     for channel in channels:
+        mounted = len(app.router.resources())
         channel.mount(app)
+        if channel.signed:  # the guard leaves the routes it just added alone
+            guard.leave_alone(list(app.router.resources())[mounted:])
+    guard.mount(app)
+    guard.describe(app.get(openapi.OPERATIONS, []))
     return app, gateway, channels
 
 
@@ -69,11 +77,14 @@ def _version() -> str:
         return "0+unknown"
 
 
-def client_errors(metrics: Metrics, answers: list[ErrorAnswer]) -> Middleware:
+def client_errors(
+    metrics: Metrics, answers: list[ErrorAnswer], guard: Guard | None = None
+) -> Middleware:
     """One log line per request answered with a 4xx (rate-limited: a flood of bad requests
     costs a few lines and no memory), counted in ``slashgate_malformed_requests``. The
     client's mistake is never logged with a traceback. A failure is answered by the first of
-    ``answers`` that takes it (then counted and logged as that answer).
+    ``answers`` that takes it (then counted and logged as that answer). ``guard`` is asked
+    first: a request it refuses never reaches its route.
     """
     sampler = Sampler()
 
@@ -91,8 +102,9 @@ def client_errors(metrics: Metrics, answers: list[ErrorAnswer]) -> Middleware:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = None if guard is None else guard(request)
         try:
-            response = await handler(request)
+            response = refused if refused is not None else await handler(request)
         except Exception as exc:
             answered = _answer(answers, request, exc)
             if answered is None:

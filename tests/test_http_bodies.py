@@ -40,6 +40,7 @@ async def pieces(data: bytes, size: int) -> AsyncIterator[bytes]:
 async def post(
     server: Running, data: Any, headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", **(headers or {})}
     async with aiohttp.ClientSession() as http:
         async with http.post(f"{server.url}/v1/messages", data=data, headers=headers) as resp:
             return resp.status, await resp.json(content_type=None)
@@ -233,7 +234,10 @@ async def test_malformed_raw_requests_never_get_a_5xx(
                         statuses.append(status)
                         assert status < 500, (data[:300], answer[:500])
             async with aiohttp.ClientSession() as http:  # still serving, and still right
-                async with http.post(f"{server.url}/v1/messages", data=GOOD) as resp:
+                json_type = {"Content-Type": "application/json"}
+                async with http.post(
+                    f"{server.url}/v1/messages", data=GOOD, headers=json_type
+                ) as resp:
                     assert resp.status == 200
                     assert (await resp.json())["reply"]["text"] == "hi"
         # A client that closed its side gets no answer; of the others, only those whose body

@@ -19,6 +19,8 @@ from tests.telegram.helpers import Scripted
 
 WAIT = 10.0
 
+JSON_TYPE = {"Content-Type": "application/json"}
+
 
 async def call(
     http: aiohttp.ClientSession, method: str, url: str, **kw: Any
@@ -143,7 +145,7 @@ async def test_a_webhook_client_answers_a_permission_request(gateway_server: Ser
         ("GET", "/v1/complete", {"params": {"cursor": "-1"}}, "cursor: Input should be"),
         ("GET", "/v1/complete", {"params": {"limit": "0"}}, "limit: Input should be"),
         ("GET", "/v1/complete", {"params": {"conversation": "c" * 300}}, "conversation:"),
-        ("POST", "/v1/classify", {"data": b"{nope"}, "not valid JSON"),
+        ("POST", "/v1/classify", {"data": b"{nope", "headers": JSON_TYPE}, "not valid JSON"),
         ("POST", "/v1/classify", {"json": ["c", "/x"]}, "must be a JSON object"),
         ("POST", "/v1/classify", {"json": {"conversation": "c"}}, "text: Field required"),
         ("POST", "/v1/classify", {"json": {"conversation": "c", "text": 5}}, "text: Input should"),

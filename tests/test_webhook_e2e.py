@@ -207,7 +207,8 @@ async def test_bad_input_is_a_clear_4xx(
     needle: str,
 ) -> None:
     async with serve_subprocess(webhook_max_body="1024") as served:
-        async with client.request(method, served.url + path, data=data) as resp:
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        async with client.request(method, served.url + path, data=data, headers=headers) as resp:
             body = await resp.json()
             assert resp.status == status
         assert body["error"]["code"] == code and needle in body["error"]["message"]

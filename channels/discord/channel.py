@@ -46,6 +46,7 @@ log = logging.getLogger("slashgate.discord")
 
 class DiscordChannel(Channel):
     name = "discord"
+    signed = True  # its routes check the platform's signature or secret header
 
     def __init__(self, gateway: Gateway, settings: DiscordSettings) -> None:
         super().__init__(gateway, settings)

@@ -42,6 +42,7 @@ log = logging.getLogger("slashgate.slack")
 
 class SlackChannel(Channel[SlackSettings]):
     name = "slack"
+    signed = True  # its routes check the platform's signature or secret header
 
     def __init__(
         self, gateway: Gateway, settings: SlackSettings, *, update_interval: float = 1.5

@@ -54,6 +54,7 @@ _RESPONSES = (Response[Message], Response[bool], Response[Message | bool], Respo
 
 class TelegramChannel(Channel[TelegramSettings]):
     name = "telegram"
+    signed = True  # its routes check the platform's signature or secret header
 
     def __init__(self, gateway: Gateway, settings: TelegramSettings) -> None:
         super().__init__(gateway, settings)

@@ -48,11 +48,32 @@ class Route:
         self.gateway, self.settings, self.name = channel.gateway, channel.settings, channel.name
         self.authorize = bearer.check
 
-    async def read(self, request: web.Request) -> bytes:
+    async def read(self, request: web.Request, files: bool = False) -> bytes:
+        """The JSON body, once its media type is JSON's (``files``: the route also takes a
+        multipart form, which the caller reads).
+        """
+        if request.content_type != JSON:  # also when there is no Content-Type at all
+            self.gateway.metrics.http_refused("content_type")
+            raise ApiError(415, "unsupported_media_type", _not_json(request, files))
         try:
             return await read_body(request, self.settings.webhook_max_body)
         except BodyError as exc:
             raise ApiError(exc.status, exc.code, exc.message) from None
+
+
+JSON = "application/json"
+
+
+def _not_json(request: web.Request, files: bool) -> str:
+    """Why a body is refused: a browser sends text/plain, forms and no type at all to another
+    site without asking first; JSON it must ask for (CORS), so only JSON is taken.
+    """
+    sent = request.headers.get("Content-Type")
+    wanted = f"{JSON} (or multipart/form-data with files)" if files else JSON
+    said = f"Content-Type {sent[:100]!r}" if sent else "no Content-Type"
+    curl = sent is not None and "urlencoded" in sent  # what curl -d sends
+    hint = "; curl -d needs -H 'Content-Type: application/json'" if curl else ""
+    return f"the body must be sent as {wanted}, not with {said}{hint}"
 
 
 def parse(body: bytes, model: type[Body]) -> Body:

@@ -9,6 +9,23 @@ from .wire import SSE_EVENTS, ClassifyIn, CommandsOut, ErrorOut, MessageIn, Mess
 
 _ERROR = (Body(model=ErrorOut),)
 _OBJECT = (Body(schema={"type": "object"}),)
+_NOT_JSON = Response("A Content-Type other than application/json", _ERROR)
+_TEXT = {"type": "string"}
+# The fields of MessageIn as form fields, and files (each part with a filename is a file).
+_FORM = Body(
+    "multipart/form-data",
+    schema={
+        "type": "object",
+        "required": ["conversation", "user"],
+        "properties": {
+            "conversation": {**_TEXT, "minLength": 1, "maxLength": 256},
+            "user": {**_TEXT, "minLength": 1, "maxLength": 256},
+            "text": _TEXT,
+            "id": {**_TEXT, "maxLength": 256},
+            "file": {"type": "array", "items": {"type": "string", "format": "binary"}},
+        },
+    },
+)
 _EVENTS = """With `Accept: text/event-stream` the answer is server-sent events, each
 `event: <name>` and `data: <JSON>`: `accepted` first (also for rejected input), `delta` as the
 runtime streams text, `tool`, `permission`, `status`, `plan`, `reasoning` and `usage` when the
@@ -41,12 +58,17 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
                 ),
                 409: Response("The first request with this Idempotency-Key failed", _ERROR),
                 413: Response("Body over webhook_max_body bytes", _ERROR),
-                415: Response("A Content-Encoding other than gzip, deflate, identity", _ERROR),
+                415: Response(
+                    "A Content-Type other than application/json and multipart/form-data "
+                    "(text/plain and forms are refused), or a Content-Encoding other than "
+                    "gzip, deflate, identity",
+                    _ERROR,
+                ),
                 422: Response("Idempotency-Key already used with another body", _ERROR),
                 503: Response("The state store is unavailable: retry", _ERROR),
                 **refused,
             },
-            request=(Body(model=MessageIn),),
+            request=(Body(model=MessageIn), _FORM),
             params=(
                 Param(
                     "Accept",
@@ -114,6 +136,7 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
             {
                 200: Response("The preview (docs/webchat.md)", _OBJECT),
                 400: Response("Malformed JSON, or invalid fields", _ERROR),
+                415: _NOT_JSON,
                 **refused,
             },
             request=(Body(model=ClassifyIn),),
@@ -128,6 +151,7 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
                 200: Response("Answered", _OBJECT),
                 400: Response("Invalid body, or an option the request did not offer", _ERROR),
                 404: Response("No such request pending in that conversation", _ERROR),
+                415: _NOT_JSON,
                 **refused,
             },
             request=(Body(model=PermissionAnswer),),

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.resolver import DefaultResolver
 from pydantic import ValidationError
 from yarl import URL
@@ -106,6 +107,8 @@ class WebhookFiles:
                 part = await reader.next()
             except ValueError as exc:
                 raise RequestProblem(f"malformed multipart body: {exc}") from None
+            except HttpProcessingError as exc:  # a part's header aiohttp cannot parse
+                raise RequestProblem(f"malformed multipart body: {exc.message}") from None
             if part is None:
                 break
             if not isinstance(part, aiohttp.BodyPartReader):

@@ -52,7 +52,7 @@ class Messages(Route):
         if request.content_type == "multipart/form-data":
             message, uploaded, fingerprint = await checked_files(self.files.read_multipart(request))
         else:
-            body = await self.read(request)
+            body = await self.read(request, files=True)
             message = parse(body, MessageIn)
         streaming = "text/event-stream" in request.headers.get("Accept", "")
         idempotency, entry = None, None

@@ -140,7 +140,8 @@ async def test_permission_answers_that_are_refused(tmp_path: Path, gateway_serve
             async with http.post(url, json=body, headers=auth) as response:
                 assert response.status == status, body
                 assert "error" in await response.json()
-        async with http.post(url, data=b"{not json", headers=auth) as response:
+        json_type = {**auth, "Content-Type": "application/json"}
+        async with http.post(url, data=b"{not json", headers=json_type) as response:
             assert response.status == 400
             assert (await response.json())["error"]["code"] == "malformed_json"
 

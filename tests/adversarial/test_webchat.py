@@ -70,7 +70,8 @@ async def test_lone_surrogates_and_an_overlong_completion_are_a_4xx(
                 ("/v1/messages", b'{"conversation": "page", "user": "me", "text": "\\udfff"}'),
                 ("/v1/permissions/r1", b'{"conversation": "page", "option": "\\ud800"}'),
             ):
-                async with http.post(f"{server.url}{route}", data=body) as resp:
+                json_type = {"Content-Type": "application/json"}
+                async with http.post(f"{server.url}{route}", data=body, headers=json_type) as resp:
                     assert resp.status == 400, route
                     error = (await resp.json())["error"]
                     assert error["code"] == "invalid_text"

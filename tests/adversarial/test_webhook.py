@@ -130,7 +130,8 @@ async def test_invalid_unicode_is_a_400_naming_the_field(
             assert answer["error"]["message"].startswith(f"{field}: not valid Unicode text")
         for route in ("/v1/classify", "/v1/permissions/r1"):
             async with aiohttp.ClientSession() as http:
-                async with http.post(f"{server.url}{route}", data=body) as resp:
+                json_type = {"Content-Type": "application/json"}
+                async with http.post(f"{server.url}{route}", data=body, headers=json_type) as resp:
                     assert resp.status == 400
                     assert (await resp.json())["error"]["code"] == "invalid_text"
         await next_works(server, {"Idempotency-Key": "k1"})  # the key was not taken

@@ -160,3 +160,44 @@ async def test_a_safe_configuration_has_no_warning(tmp_path: Path) -> None:
     status, lines = await check(config)
     assert status == 0, lines
     assert not [line for line in lines if line.startswith("warning: ")], lines
+
+
+async def test_each_unsafe_setting_of_the_http_api_is_a_warning(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "slashgate.toml",
+        """
+        host = "0.0.0.0"
+        store = "memory"
+        allowed_hosts = ["*"]
+        cors_origins = ["https://app.example.com"]
+        [webhook]
+        allow_public = true
+        """,
+    )
+    status, lines = await check(config)
+    assert status == 0, lines
+    assert lines[1:4] == [
+        "warning: /v1/* is open to anyone who reaches 0.0.0.0 (no webhook_token; "
+        "webhook_allow_public = true)",
+        'warning: allowed_hosts = ["*"]: any Host header is served, so a web page that rebinds '
+        "its name to this address can call the API and read its answers",
+        "warning: cors_origins without webhook_token: the pages of https://app.example.com run "
+        "the agent from the browser of whoever visits them",
+    ]
+    assert lines[4].startswith("runtime embedded: ok")
+
+
+async def test_a_configuration_serve_would_refuse_fails_the_check(tmp_path: Path) -> None:
+    config = write(tmp_path / "slashgate.toml", 'host = "0.0.0.0"\nstore = "memory"\n')
+    status, lines = await check(config)
+    assert status == 1
+    assert lines[1].startswith(
+        "serve: FAILED: cannot start: the webhook API (/v1/*) would be open to anyone who "
+        "reaches 0.0.0.0: set webhook_token"
+    )
+    assert lines[2].startswith("runtime embedded: ok")
+    # On loopback, served open through a proxy on purpose: said too.
+    config = write(tmp_path / "open.toml", 'store = "memory"\n[webhook]\nallow_public = true\n')
+    status, lines = await check(config)
+    assert status == 0
+    assert lines[1].startswith("warning: webhook_allow_public = true without webhook_token")

@@ -1,7 +1,8 @@
 """deploy/compose.replicas.yaml's processes, started the same way without Docker: its gateway
-replicas with the settings it gives them, on a real Redis, behind a round-robin proxy (nginx
-with deploy/nginx.conf where nginx is installed, else a small one in this test); traffic
-through the proxy is answered on every conversation, and every replica serves some.
+replicas with the settings it gives them and the webhook token .env gives them, on a real
+Redis, behind a round-robin proxy (nginx with deploy/nginx.conf where nginx is installed, else
+a small one in this test that adds X-Forwarded-For as nginx does); traffic through the proxy
+is answered on every conversation, and every replica serves some.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ NGINX = shutil.which("nginx")
 CONVERSATIONS = 8
 # Hop-by-hop and length headers: each side of a proxy sets its own.
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade"}
+# What .env gives the replicas (env_file): through the proxy, /v1/* needs it (docs/deploy.md).
+TOKEN = "replicas-t0ken"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def replica_settings(compose: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -49,6 +53,8 @@ async def round_robin(upstreams: list[str]) -> AsyncIterator[str]:
 
     async def forward(request: web.Request) -> web.StreamResponse:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP}
+        assert request.remote is not None
+        headers["X-Forwarded-For"] = request.remote  # nginx.conf: $proxy_add_x_forwarded_for
         async with client.request(
             request.method,
             next(turn) + request.path_qs,
@@ -113,7 +119,7 @@ async def nginx(upstreams: list[str], folder: Path) -> AsyncIterator[str]:
 
 async def post(http: aiohttp.ClientSession, url: str, conversation: str, text: str) -> Any:
     body = {"conversation": conversation, "user": "ada", "text": text}
-    async with http.post(url + "/v1/messages", json=body) as response:
+    async with http.post(url + "/v1/messages", json=body, headers=AUTH) as response:
         assert response.status == 200, await response.text()
         return (await response.json())["reply"]
 
@@ -133,7 +139,9 @@ async def test_the_replicas_behind_the_proxy_answer_every_conversation(tmp_path:
             served = [
                 await stack.enter_async_context(
                     serve_subprocess(
-                        *SERVE, **{k.removeprefix("SLASHGATE_"): v for k, v in env.items()}
+                        *SERVE,
+                        **{k.removeprefix("SLASHGATE_"): v for k, v in env.items()},
+                        WEBHOOK_TOKEN=TOKEN,
                     )
                 )
                 for env in replicas.values()
@@ -145,6 +153,9 @@ async def test_the_replicas_behind_the_proxy_answer_every_conversation(tmp_path:
             else:
                 proxy = await stack.enter_async_context(round_robin(upstreams))
             http = await stack.enter_async_context(aiohttp.ClientSession())
+            body = {"conversation": "c0", "user": "ada", "text": "/echo no token"}
+            async with http.post(proxy + "/v1/messages", json=body) as response:
+                assert response.status == 401  # the token .env gives the replicas
 
             async def converse(n: int) -> None:
                 conversation = f"c{n}"
@@ -157,7 +168,7 @@ async def test_the_replicas_behind_the_proxy_answer_every_conversation(tmp_path:
             # Streamed through the proxy as it runs, not held back until the end: the first
             # line of a long turn arrives, and /cancel (on whichever replica) ends the turn.
             body = {"conversation": "stream", "user": "ada", "text": f"/slow {STARTUP:.0f}"}
-            headers = {"Accept": "text/event-stream"}
+            headers = {"Accept": "text/event-stream", **AUTH}
             async with http.post(proxy + "/v1/messages", json=body, headers=headers) as resp:
                 events = read_events(resp)
                 assert [(await anext(events))[0] for _ in range(2)] == ["accepted", "delta"]

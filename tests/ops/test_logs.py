@@ -117,7 +117,10 @@ async def test_each_refused_request_is_one_line_rate_limited_and_without_traceba
         async with gateway_server(webhook_token=SecretStr(WEBHOOK_TOKEN)) as server:
             async with aiohttp.ClientSession() as http:
                 url = f"{server.url}/v1/messages"
-                auth = {"Authorization": f"Bearer {WEBHOOK_TOKEN}"}
+                auth = {
+                    "Authorization": f"Bearer {WEBHOOK_TOKEN}",
+                    "Content-Type": "application/json",
+                }
                 async with http.post(url, data=b"{", headers=auth) as response:
                     assert response.status == 400
                 async with http.post(url, json={}) as response:

@@ -18,6 +18,8 @@ from tests.conftest import ServerFactory
 from tests.metrics import Scrape, scrape
 from tests.probe import Probe
 
+JSON_TYPE = {"Content-Type": "application/json"}
+
 
 async def post(url: str, text: str, conversation: str = "c1", **headers: str) -> dict[str, Any]:
     body = {"conversation": conversation, "user": "u1", "text": text}
@@ -42,7 +44,7 @@ async def test_inputs_replies_turns_sessions_and_replays_are_counted(
         await post(server.url, "/new")
         await post(server.url, "/echo again")  # opens the session again
         async with aiohttp.ClientSession() as http:
-            await http.post(f"{server.url}/v1/messages", data=b"{not json")
+            await http.post(f"{server.url}/v1/messages", data=b"{not json", headers=JSON_TYPE)
         seen = await scrape(server.url)
 
     def inputs(kind: str) -> float:
