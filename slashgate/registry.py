@@ -33,7 +33,6 @@ def settings_as(model: type[S], settings: CoreSettings) -> S:
 
 @dataclass(frozen=True)
 class Plug(Generic[S]):
-    name: str
     settings: type[S]
     enabled: Callable[[S], bool]
     # "module:Class", imported only when the channel is on: aiogram alone takes seconds and
@@ -46,6 +45,8 @@ class Plug(Generic[S]):
     # (gateway.access.access_settings) decides who talks; deny by default for a new channel.
     # "token": reached with the gateway's token (the webhook, the web chat).
     access: Literal["chat", "token"] = "chat"
+    # A chat channel's name, for ``slashgate access`` (which imports no channel to learn it).
+    name: str | None = None
 
     def refuses(self, settings: CoreSettings) -> str | None:
         return self.refusal(settings_as(self.settings, settings)) if self.refusal else None
@@ -57,13 +58,12 @@ class Plug(Generic[S]):
             return None
         module, _, name = self.channel.partition(":")
         made: Channel = getattr(importlib.import_module(module), name)(gateway, own)
-        gateway.access.configure(self.name, Policy.of(own, self.name, self.access == "chat"))
+        gateway.access.configure(made.name, Policy.of(own, made.name, self.access == "chat"))
         return made
 
 
 CHANNELS: tuple[Plug[Any], ...] = (
     Plug(
-        "webhook",
         webhook.WebhookSettings,
         webhook.enabled,
         "channels.webhook.channel:WebhookChannel",
@@ -71,31 +71,30 @@ CHANNELS: tuple[Plug[Any], ...] = (
         access="token",
     ),
     Plug(
-        "webchat",
         webchat.WebchatSettings,
         webchat.enabled,
         "channels.webchat.channel:WebchatChannel",
         access="token",
     ),
     Plug(
-        "telegram",
         telegram.TelegramSettings,
         telegram.enabled,
         "channels.telegram.channel:TelegramChannel",
+        name="telegram",
     ),
-    Plug("slack", slack.SlackSettings, slack.enabled, "channels.slack.channel:SlackChannel"),
+    Plug(slack.SlackSettings, slack.enabled, "channels.slack.channel:SlackChannel", name="slack"),
     Plug(
-        "discord",
         discord.DiscordSettings,
         discord.enabled,
         "channels.discord.channel:DiscordChannel",
+        name="discord",
     ),
 )
 
 
 def chat_channels() -> list[str]:
     """The channels whose senders the access policy checks, by name."""
-    return [plug.name for plug in CHANNELS if plug.access == "chat"]
+    return [plug.name for plug in CHANNELS if plug.access == "chat" and plug.name]
 
 
 def refusal(settings: CoreSettings) -> str | None:

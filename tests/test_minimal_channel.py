@@ -56,7 +56,7 @@ class PlainChannel(Channel[CoreSettings]):
 
 
 # Its line in the registry, here added for this test's gateway only.
-PLUG = Plug(CoreSettings, lambda settings: True, f"{__name__}:PlainChannel")
+PLUG = Plug(CoreSettings, lambda settings: True, f"{__name__}:PlainChannel", access="token")
 
 
 def test_the_doc_shows_this_channel_and_its_registry_line() -> None:
@@ -66,8 +66,9 @@ def test_the_doc_shows_this_channel_and_its_registry_line() -> None:
     assert blocks, "docs/extending.md has no channel of its own"
     for part in (TextSink, PlainChannel):
         assert inspect.getsource(part) in blocks[0]
-    assert 'Plug(CoreSettings, lambda settings: True, "channels.plain.channel:PlainChannel")' in (
-        section
+    assert (
+        'Plug(CoreSettings, lambda settings: True, "channels.plain.channel:PlainChannel", '
+        'access="token")' in section
     )
 
 

@@ -58,6 +58,12 @@ class Policy:
                 owners=frozenset(setting("owners", ())),
                 owner_commands=tuple(setting("owner_commands", ())),
             )
+        if setting("dm_policy") is None:
+            raise TypeError(
+                f"the {channel} channel's senders are a platform's users: its settings model "
+                f"subclasses gateway.access.access_settings({channel!r}, ...) (docs/access.md), "
+                'or its plug says access="token"'
+            )
         return cls(
             chat=True,
             dm=setting("dm_policy"),

@@ -23,13 +23,21 @@ TAIL_WAIT = 5.0  # seconds an ended agent's stderr has to reach EOF before it is
 
 
 def program(command: Sequence[str]) -> list[str]:
-    """The command line with a relative program path made absolute: the child starts in its
-    own working directory, where a path relative to the gateway's would not resolve.
+    """The command line with a relative program path made absolute, and each argument that is
+    a relative path to a file where the gateway runs (a script): the child starts in its own
+    working directory (the agent's workspace), where a path relative to the gateway's would
+    not resolve.
     """
     first, *rest = command
     if os.sep in first and not os.path.isabs(first):
         first = os.path.abspath(first)  # not resolved: a venv's python is a link that must stay one
-    return [first, *rest]
+    return [first, *(_here(arg) for arg in rest)]
+
+
+def _here(arg: str) -> str:
+    if os.sep in arg and not os.path.isabs(arg) and os.path.isfile(arg):
+        return os.path.abspath(arg)
+    return arg
 
 
 def missing_program(command: Sequence[str]) -> str | None:

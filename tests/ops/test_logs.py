@@ -256,6 +256,7 @@ async def test_at_debug_the_libraries_log_no_message_text() -> None:
             "slack_bot_token": BOT_TOKEN,
             "slack_signing_secret": SIGNING_SECRET,
             "slack_api_base": slack.api_base,
+            "slack_group_policy": "open",  # the mention must reach the runtime
         }
         async with serve_subprocess(**env) as served, aiohttp.ClientSession() as http:
             body = event_body(mention(text, ts="900.2"))
