@@ -28,6 +28,7 @@ from gateway.settings import CoreSettings
 
 from . import probes
 from .guard import Guard
+from .links import browser_base, link_lines
 from .registry import build_channels, refusal, settings_as
 from .safety import unsafe_settings
 
@@ -46,6 +47,7 @@ class Running:
     channels: list[Channel]
     app: web.Application
     url: str
+    links: list[str]  # ``web chat: http://127.0.0.1:8080/chat``, for a person to open
 
 
 def build_app(
@@ -188,7 +190,9 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
         except Exception as exc:  # a port in use, a refused token, an agent that is not there
             raise StartError(f"{type(exc).__name__}: {exc}") from exc
         settle()
-        yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
+        base = browser_base(settings.host, settings.published_host, port)
+        links = link_lines(base, channels)
+        yield Running(gateway, channels, app, f"http://{settings.host}:{port}", links)
     finally:
         # Cancel the turns first, while the channels can still deliver their replies; then
         # the channels stop taking input and finish, then the server and the runtime go.
@@ -254,5 +258,7 @@ async def serve(settings: CoreSettings, runtime: Runtime | None = None) -> None:
     async with running(settings, runtime) as server:
         # The runtime and channels are in the start-up log lines just above.
         logs.ready.info("slashgate listening on %s", server.url)
+        for line in server.links:  # last on the first screen: what to open
+            logs.ready.info("%s", line)
         await stop.wait()
     log.info("stopped")
