@@ -29,6 +29,7 @@ from gateway.settings import CoreSettings
 from . import probes
 from .guard import Guard
 from .links import browser_base, link_lines
+from .listening import listen_failure
 from .registry import build_channels, refusal, settings_as
 from .safety import unsafe_settings
 
@@ -39,6 +40,12 @@ _REASON = 200  # characters of a refused request's path and reason in its log li
 
 class StartError(Exception):
     """The gateway could not start; the message says what failed."""
+
+
+class Refused(StartError):
+    """The settings would serve what must not be (/v1 open to anyone): a configuration
+    error, said before anything starts.
+    """
 
 
 @dataclass
@@ -151,7 +158,7 @@ def _reason(response: web.StreamResponse) -> str:
 async def running(settings: CoreSettings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
     if refused := refusal(settings):
-        raise StartError(refused)
+        raise Refused(refused)
     app, gateway, channels = build_app(settings, runtime)
     # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
     # before the routes see it; they decode (gateway.body), with a size cap and JSON errors.
@@ -177,7 +184,12 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
             log.info("store: %s", _describe_store(settings))
             await runner.setup()
             site = web.TCPSite(runner, settings.host, settings.port)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:  # said in the user's words: the port, and --port
+                if said := listen_failure(exc, settings.host, settings.port):
+                    raise StartError(said) from None
+                raise
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             log.info("server: listening on http://%s:%s", settings.host, port)
             for channel in channels:
@@ -187,7 +199,9 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
                 await _log_access(gateway, channel.name)
                 gateway.recoverable(channel.name, channel.recovered)
             await gateway.recover()
-        except Exception as exc:  # a port in use, a refused token, an agent that is not there
+        except StartError:
+            raise
+        except Exception as exc:  # a refused token, an agent that is not there
             raise StartError(f"{type(exc).__name__}: {exc}") from exc
         settle()
         base = browser_base(settings.host, settings.published_host, port)
