@@ -71,3 +71,9 @@ class Channel(Generic[SettingsT]):
 
     def describe(self) -> str:
         return self.name
+
+    def links(self, base: str) -> list[tuple[str, str]]:
+        """What a person may open, by name, under the server's ``base`` URL: printed at
+        start-up as ``name: address`` (the web chat's page, the API's base).
+        """
+        return []

@@ -28,7 +28,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from contract import Catalog
 
 from .origins import host_setting, origin_setting
-from .validation import describe_validation_error
+from .validation import SettingsRule, describe_validation_error
 
 ENV_PREFIX = "SLASHGATE_"
 
@@ -188,7 +188,11 @@ class CoreSettings(BaseSettings):
     @model_validator(mode="after")
     def _redis_has_a_url(self) -> Self:
         if self.store == "redis" and self.redis_url is None:
-            raise ValueError('store = "redis" needs SLASHGATE_REDIS_URL (redis://host:port/db)')
+            raise SettingsRule(
+                "{store} needs {url} (redis://host:port/db)",
+                store=("store", "redis"),
+                url="redis_url",
+            )
         return self
 
     @field_validator("catalog")

@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 from pydantic import ValidationError
 
 _PREFIX = "Value error, "  # pydantic's prefix for a validator's own message
+Spelling = Callable[[str, Any], str]  # (a setting's name, a value to give it or None) -> text
+
+
+def plain(name: str, value: Any) -> str:
+    """A setting by its own name: ``telegram_mode = "polling"``."""
+    return name if value is None else f"{name} = {json.dumps(value)}"
+
+
+class SettingsRule(ValueError):
+    """A rule over settings broken: ``text`` names them as ``{placeholders}``, each a setting
+    (``"telegram_secret"``) or a setting and the value to give it (``("telegram_mode",
+    "polling")``). Plain names by default; ``said`` spells them the way the user gives
+    settings (the environment or the TOML file: slashgate/spelling.py).
+    """
+
+    def __init__(self, text: str, **settings: str | tuple[str, Any]) -> None:
+        self.text = text
+        self.settings = {k: v if isinstance(v, tuple) else (v, None) for k, v in settings.items()}
+        super().__init__(self.said())
+
+    def said(self, spelling: Spelling = plain) -> str:
+        return self.text.format(**{k: spelling(*named) for k, named in self.settings.items()})
 
 
 def describe_validation_error(exc: ValidationError, root: str = "") -> str:

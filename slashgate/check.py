@@ -1,7 +1,8 @@
 """``slashgate check``: the configuration is valid (it was loaded to get here), its unsafe
 settings of the HTTP API are said (``warning:`` lines), each chat channel's access policy,
 then the runtime, the state store and each configured platform are reached once. One line per
-part; exit status 1 when any part failed, or when ``slashgate serve`` would refuse to start.
+part; exit status 2 when ``slashgate serve`` would refuse to start (a configuration error, as
+for ``serve``), else 1 when any part failed.
 Then a ``warning:`` line for each other setting that leaves something open
 (slashgate/safety.py), which fails nothing.
 """
@@ -42,7 +43,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
         (f"store {settings.store}", lambda: _store(gateway.store)),
         *((channel.name, channel.check) for channel in channels),
     ]
-    failed = refused
+    failed = False
     for name, reach in parts:
         try:
             detail = await asyncio.wait_for(reach(), TIMEOUT)
@@ -54,7 +55,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
             print(f"{name}: ok ({secrets.mask(detail)})", flush=True)
     for warning in unsafe_settings(settings):
         print(f"warning: {secrets.mask(warning)}", flush=True)
-    return 1 if failed else 0
+    return 2 if refused else 1 if failed else 0
 
 
 def _unsafe(settings: CoreSettings) -> bool:

@@ -26,7 +26,7 @@ from . import access_cli
 from .check import check, described
 from .config import ConfigError, load_settings, secret_variables
 from .registry import settings_as
-from .server import StartError, serve
+from .server import Refused, StartError, serve
 
 
 def _port(text: str) -> int:
@@ -36,13 +36,30 @@ def _port(text: str) -> int:
     return port
 
 
+# All a user needs to start, without the README (a pip install has none).
+_EPILOG = """\
+start:
+  slashgate serve        then open the web chat at http://127.0.0.1:8080/chat, or call
+                         the HTTP API: POST http://127.0.0.1:8080/v1/messages with JSON
+                         {"conversation": "c1", "user": "me", "text": "/help"}
+                         (its description: http://127.0.0.1:8080/openapi.json)
+settings:
+  a TOML file (--config FILE, or SLASHGATE_CONFIG), then SLASHGATE_<NAME> environment
+  variables, which win: [telegram] token = "..." in the file is SLASHGATE_TELEGRAM_TOKEN.
+  slashgate check validates them and reaches each platform and the runtime once.
+exit status:
+  0 done, 1 cannot start or a check failed, 2 bad configuration"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="slashgate",
         description=(
-            "A sidecar gateway that puts an agent runtime on Telegram, Slack, Discord and HTTP."
+            "A sidecar gateway that puts an agent runtime on Telegram, Slack, Discord,\n"
+            "a web chat and plain HTTP."
         ),
-        epilog="Settings: a TOML file (--config) and SLASHGATE_* variables; see README.md.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"slashgate {version('slashgate')}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -123,6 +140,9 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
     if args.command == "serve":
         try:
             asyncio.run(serve(settings, runtime))
+        except Refused as exc:  # /v1 open to anyone: the settings must change
+            print(f"slashgate: bad configuration: {exc}", file=sys.stderr)
+            return 2
         except StartError as exc:
             # The cause's notes say more (an agent's last stderr lines, say).
             said = described(exc.__cause__) if exc.__cause__ else str(exc)

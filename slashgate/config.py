@@ -20,8 +20,10 @@ from pydantic import ValidationError, create_model
 
 from contract import Catalog
 from gateway.settings import ENV_PREFIX, CoreSettings, secret_names
+from gateway.validation import SettingsRule
 
 from .registry import CHANNELS
+from .spelling import spelling
 
 
 def _composed() -> type[CoreSettings]:
@@ -287,18 +289,21 @@ def _named(
 def _validation_problems(
     exc: ValidationError,
     environ: dict[str, str] | os._Environ[str],
-    file: str,
+    file: str | None,
     spelled: dict[str, str],
 ) -> list[str]:
+    said = spelling(list(Settings.model_fields), environ, file, spelled)
     problems = []
     for error in exc.errors():
         cause = (error.get("ctx") or {}).get("error")  # a validator's own ValueError
         message = str(cause) if error["type"] == "value_error" and cause else error["msg"]
+        if isinstance(cause, SettingsRule):  # the settings it names, as the user gives them
+            message = cause.said(said)
         name, *inside = error["loc"] or ("",)
         if not name:  # a rule over several settings: its message names them
             problems.append(message)
             continue
-        where = _named(str(name), environ, file, spelled) + "".join(f"[{p!r}]" for p in inside)
+        where = _named(str(name), environ, str(file), spelled) + "".join(f"[{p!r}]" for p in inside)
         # A table's own check names the key inside it: "[catalog] busy: ...".
         problems.append(f"{where}{' ' if where.endswith(']') and not inside else ': '}{message}")
     return problems
@@ -329,7 +334,8 @@ def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any
     try:
         settings = Settings(**values)
     except ValidationError as exc:
-        raise ConfigError(_validation_problems(exc, environ, str(path), spelled)) from None
+        problems = _validation_problems(exc, environ, str(path) if path else None, spelled)
+        raise ConfigError(problems) from None
     named = {name: _named(name, environ, str(path), spelled) for name in Settings.model_fields}
     settings._named = {name: said for name, said in named.items() if said != name}
     settings._config_file = Path(path) if path else None

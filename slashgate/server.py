@@ -28,6 +28,8 @@ from gateway.settings import CoreSettings
 
 from . import probes
 from .guard import Guard
+from .links import browser_base, link_lines
+from .listening import listen_failure
 from .registry import build_channels, refusal, settings_as
 from .safety import unsafe_settings
 
@@ -40,12 +42,19 @@ class StartError(Exception):
     """The gateway could not start; the message says what failed."""
 
 
+class Refused(StartError):
+    """The settings would serve what must not be (/v1 open to anyone): a configuration
+    error, said before anything starts.
+    """
+
+
 @dataclass
 class Running:
     gateway: Gateway
     channels: list[Channel]
     app: web.Application
     url: str
+    links: list[str]  # ``web chat: http://127.0.0.1:8080/chat``, for a person to open
 
 
 def build_app(
@@ -149,7 +158,7 @@ def _reason(response: web.StreamResponse) -> str:
 async def running(settings: CoreSettings, runtime: Runtime | None = None) -> AsyncIterator[Running]:
     """Start the gateway, its server and its channels; stop them all on exit."""
     if refused := refusal(settings):
-        raise StartError(refused)
+        raise Refused(refused)
     app, gateway, channels = build_app(settings, runtime)
     # No auto_decompress: aiohttp would answer an encoding it cannot decode with plain text
     # before the routes see it; they decode (gateway.body), with a size cap and JSON errors.
@@ -175,7 +184,12 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
             log.info("store: %s", _describe_store(settings))
             await runner.setup()
             site = web.TCPSite(runner, settings.host, settings.port)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:  # said in the user's words: the port, and --port
+                if said := listen_failure(exc, settings.host, settings.port):
+                    raise StartError(said) from None
+                raise
             port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
             log.info("server: listening on http://%s:%s", settings.host, port)
             for channel in channels:
@@ -185,10 +199,14 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
                 await _log_access(gateway, channel.name)
                 gateway.recoverable(channel.name, channel.recovered)
             await gateway.recover()
-        except Exception as exc:  # a port in use, a refused token, an agent that is not there
+        except StartError:
+            raise
+        except Exception as exc:  # a refused token, an agent that is not there
             raise StartError(f"{type(exc).__name__}: {exc}") from exc
         settle()
-        yield Running(gateway, channels, app, f"http://{settings.host}:{port}")
+        base = browser_base(settings.host, settings.published_host, port)
+        links = link_lines(base, channels)
+        yield Running(gateway, channels, app, f"http://{settings.host}:{port}", links)
     finally:
         # Cancel the turns first, while the channels can still deliver their replies; then
         # the channels stop taking input and finish, then the server and the runtime go.
@@ -254,5 +272,7 @@ async def serve(settings: CoreSettings, runtime: Runtime | None = None) -> None:
     async with running(settings, runtime) as server:
         # The runtime and channels are in the start-up log lines just above.
         logs.ready.info("slashgate listening on %s", server.url)
+        for line in server.links:  # last on the first screen: what to open
+            logs.ready.info("%s", line)
         await stop.wait()
     log.info("stopped")

@@ -89,14 +89,32 @@ MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
         ["SLASHGATE_INTERACTIVE_ONLY must be a list in JSON, e.g."],
     ),
     ({"SLASHGATE_ACP_ENV": '["KEY"]'}, "", ["SLASHGATE_ACP_ENV must be a table in JSON"]),
-    ({"SLASHGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "", ["slack_signing_secret is not set"]),
-    ({}, '[slack]\nsigning_secret = "s"\n', ["slack_bot_token is not set"]),
-    ({"SLASHGATE_TELEGRAM_TOKEN": "123:abc"}, "", ["telegram_secret is not set"]),
+    # A rule over settings names them, and what to set, the way the user gives settings.
+    ({"SLASHGATE_SLACK_BOT_TOKEN": "xoxb-1"}, "", ["SLASHGATE_SLACK_SIGNING_SECRET is not set"]),
+    ({}, '[slack]\nsigning_secret = "s"\n', ["[slack] bot_token is not set"]),
+    (
+        {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
+        "",
+        [
+            "SLASHGATE_TELEGRAM_SECRET is not set: Telegram webhook mode needs it (the "
+            "secret_token given to setWebhook); or set SLASHGATE_TELEGRAM_MODE=polling"
+        ],
+    ),
+    (
+        {},
+        '[telegram]\ntoken = "123:abc"\n',
+        [
+            "[telegram] secret is not set: Telegram webhook mode needs it (the secret_token "
+            'given to setWebhook); or set [telegram] mode = "polling"'
+        ],
+    ),
     (
         {},
         '[telegram]\nsecret = "s3cret_for-the-tests"\n',
-        ["telegram_secret is set but telegram_token is not"],
+        ["[telegram] secret is set but [telegram] token is not"],
     ),
+    ({}, 'store = "redis"\n', ['store = "redis" needs [redis] url (redis://host:port/db)']),
+    ({"SLASHGATE_STORE": "redis"}, "", ["SLASHGATE_STORE=redis needs SLASHGATE_REDIS_URL"]),
     (
         {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
         '[telegram]\nsecret = "a"\n',
@@ -137,7 +155,7 @@ MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
     (
         {"SLASHGATE_TELEGRAM_TOKEN": "123:abc"},
         '[telegram]\nmode = "polling"\nwebhook_url = "https://gw.example.com/telegram/webhook"\n',
-        ['telegram_webhook_url is set but telegram_mode is "polling"'],
+        ['[telegram] webhook_url is set but telegram_mode is "polling"'],
     ),
     (
         {},

@@ -12,8 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from slashgate.links import browser_base
 from slashgate.server import running
 from tests.conftest import ServerFactory, make_settings
+from tests.http import serve_subprocess
 from tests.ops.test_logs import captured
 
 
@@ -110,3 +112,41 @@ async def test_an_unreachable_electric_server_is_a_warning_that_says_what_to_che
         for w in warnings
     ), warnings
     assert reply["category"] == "generic", "the gateway runs; the input fails with one reply"
+
+
+async def test_the_start_up_ends_with_the_addresses_to_open() -> None:
+    """What ``make run`` prints last: the web chat's page and the API, each as a whole URL
+    a terminal makes clickable, and the web chat's one answers with the page.
+    """
+    async with serve_subprocess() as served, aiohttp.ClientSession() as http:
+        async with http.get(f"{served.url}/chat") as page:
+            assert page.status == 200 and page.content_type == "text/html"
+    said = [line.rstrip("\n") for line in served.output]
+    ready = said.index(f"slashgate listening on {served.url}")
+    assert said[ready + 1 : ready + 3] == [
+        f"API: {served.url}/v1 (described at {served.url}/openapi.json)",
+        f"web chat: {served.url}/chat",
+    ]
+
+
+async def test_without_the_web_chat_no_address_is_printed_for_it() -> None:
+    async with serve_subprocess(webchat="false") as served:
+        pass
+    assert not [line for line in served.output if line.startswith("web chat:")]
+
+
+@pytest.mark.parametrize(
+    ("host", "published", "base"),
+    [
+        ("127.0.0.1", None, "http://127.0.0.1:8080"),
+        ("0.0.0.0", None, "http://127.0.0.1:8080"),  # every interface: open it on loopback
+        ("0.0.0.0", "127.0.0.1", "http://127.0.0.1:8080"),  # a container's published port
+        ("::", "192.0.2.7", "http://192.0.2.7:8080"),
+        ("", "0.0.0.0", "http://127.0.0.1:8080"),
+        ("::1", None, "http://[::1]:8080"),
+    ],
+)
+def test_the_printed_address_is_one_a_browser_opens(
+    host: str, published: str | None, base: str
+) -> None:
+    assert browser_base(host, published, 8080) == base

@@ -11,6 +11,7 @@ from pydantic import Field, PositiveInt, SecretStr, field_validator, model_valid
 
 from gateway.access import Ids, access_settings
 from gateway.host import RESERVED
+from gateway.validation import SettingsRule
 
 # Discord's user, guild and channel ids: snowflakes, whole numbers.
 IDS = Ids(re.compile(r"[0-9]{1,20}"), "a Discord user, guild or channel id (a snowflake)")
@@ -42,14 +43,18 @@ class DiscordSettings(access_settings("discord", IDS)):  # type: ignore[misc]
         if any(getattr(self, name) for name in _NEEDED):
             for name in _NEEDED:
                 if not getattr(self, name):
-                    raise ValueError(
-                        f"{name} is not set: the Discord channel needs discord_token and "
-                        f"discord_public_key (SLASHGATE_{name.upper()})"
+                    raise SettingsRule(
+                        "{name} is not set: the Discord channel needs its bot token and its "
+                        "application's public key",
+                        name=name,
                     )
         elif self.discord_gateway:
-            raise ValueError(
-                "discord_gateway is set but discord_token is not: the Gateway connection is part "
-                "of the Discord channel (SLASHGATE_DISCORD_TOKEN, SLASHGATE_DISCORD_PUBLIC_KEY)"
+            raise SettingsRule(
+                "{gateway} is set but {token} is not: the Gateway connection is part of the "
+                "Discord channel (set {token} and {key})",
+                gateway="discord_gateway",
+                token="discord_token",
+                key="discord_public_key",
             )
         return self
 

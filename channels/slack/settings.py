@@ -11,6 +11,7 @@ from pydantic import SecretStr, field_validator, model_validator
 
 from gateway.access import Ids, access_settings
 from gateway.settings import Rate
+from gateway.validation import SettingsRule
 
 # Slack's ids: users U/W..., channels C/G/D..., teams T..., in capitals and digits.
 IDS = Ids(re.compile(r"[A-Z][A-Z0-9]{1,20}"), "a Slack user, channel or team id (e.g. U024BE7LH)")
@@ -36,9 +37,10 @@ class SlackSettings(access_settings("slack", IDS)):  # type: ignore[misc]
         if any(getattr(self, name) for name in _NEEDED):
             for name in _NEEDED:
                 if not getattr(self, name):
-                    raise ValueError(
-                        f"{name} is not set: the Slack channel needs slack_bot_token and "
-                        f"slack_signing_secret (SLASHGATE_{name.upper()})"
+                    raise SettingsRule(
+                        "{name} is not set: the Slack channel needs its bot token and its "
+                        "signing secret",
+                        name=name,
                     )
         return self
 

@@ -11,6 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.access import Ids, access_settings
 from gateway.settings import Rate
+from gateway.validation import SettingsRule
 
 # Telegram's user and chat ids: whole numbers (groups' are negative).
 IDS = Ids(re.compile(r"-?[0-9]{1,20}"), "a Telegram user or chat id (a whole number)")
@@ -55,10 +56,11 @@ class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
     @model_validator(mode="after")
     def _telegram_webhook_has_a_secret(self) -> Self:
         if self.telegram_token and self.telegram_mode == "webhook" and not self.telegram_secret:
-            raise ValueError(
-                "telegram_secret is not set: Telegram webhook mode needs it "
-                "(SLASHGATE_TELEGRAM_SECRET, the secret_token given to setWebhook); "
-                "or set telegram_mode = polling"
+            raise SettingsRule(
+                "{secret} is not set: Telegram webhook mode needs it (the secret_token given "
+                "to setWebhook); or set {polling}",
+                secret="telegram_secret",
+                polling=("telegram_mode", "polling"),
             )
         return self
 
@@ -68,14 +70,18 @@ class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
         if not self.telegram_token:
             for name in ("telegram_secret", "telegram_webhook_url"):
                 if getattr(self, name):
-                    raise ValueError(
-                        f"{name} is set but telegram_token is not: the Telegram channel needs "
-                        "its bot token (SLASHGATE_TELEGRAM_TOKEN)"
+                    raise SettingsRule(
+                        "{name} is set but {token} is not: the Telegram channel needs its bot "
+                        "token",
+                        name=name,
+                        token="telegram_token",
                     )
         if self.telegram_webhook_url and self.telegram_mode == "polling":
-            raise ValueError(
-                'telegram_webhook_url is set but telegram_mode is "polling": the URL is for '
-                'webhook mode only; remove it or set telegram_mode = "webhook"'
+            raise SettingsRule(
+                '{url} is set but telegram_mode is "polling": the URL is for webhook mode '
+                "only; remove it or set {webhook}",
+                url="telegram_webhook_url",
+                webhook=("telegram_mode", "webhook"),
             )
         return self
 

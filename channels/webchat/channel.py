@@ -79,6 +79,9 @@ class WebchatChannel(Channel[WebchatSettings]):
     def describe(self) -> str:
         return "web chat (GET /chat)"
 
+    def links(self, base: str) -> list[tuple[str, str]]:
+        return [("web chat", f"{base}/chat")]
+
     async def root(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/chat")
 

@@ -45,6 +45,9 @@ class WebhookChannel(Channel[WebhookSettings]):
             f"POST /v1/classify, POST /v1/permissions; {auth})"
         )
 
+    def links(self, base: str) -> list[tuple[str, str]]:
+        return [("API", f"{base}/v1 (described at {base}/openapi.json)")]
+
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         return await self.messages.recovered(entry)
 

@@ -51,11 +51,14 @@ MISTAKES: list[tuple[dict[str, str], str]] = [
             ("inf", "Input should be a finite number"),
         ]
     ),
-    ({"SLASHGATE_DISCORD_TOKEN": "t0ken"}, "discord_public_key is not set"),
-    ({"SLASHGATE_DISCORD_PUBLIC_KEY": KEY}, "discord_token is not set"),
-    ({**DISCORD, "SLASHGATE_DISCORD_TOKEN": ""}, "discord_token is not set"),
+    ({"SLASHGATE_DISCORD_TOKEN": "t0ken"}, "SLASHGATE_DISCORD_PUBLIC_KEY is not set"),
+    ({"SLASHGATE_DISCORD_PUBLIC_KEY": KEY}, "SLASHGATE_DISCORD_TOKEN is not set"),
+    ({**DISCORD, "SLASHGATE_DISCORD_TOKEN": ""}, "SLASHGATE_DISCORD_TOKEN is not set"),
     ({**DISCORD, "SLASHGATE_DISCORD_PUBLIC_KEY": KEY[:-1]}, "SLASHGATE_DISCORD_PUBLIC_KEY: must"),
-    ({"SLASHGATE_DISCORD_GATEWAY": "true"}, "discord_gateway is set but discord_token is not"),
+    (
+        {"SLASHGATE_DISCORD_GATEWAY": "true"},
+        "SLASHGATE_DISCORD_GATEWAY is set but SLASHGATE_DISCORD_TOKEN is not",
+    ),
     (
         {**DISCORD, "SLASHGATE_DISCORD_API_BASE": "discord.com/api/v10"},
         "SLASHGATE_DISCORD_API_BASE: must be an http:// or https:// URL",

@@ -190,7 +190,7 @@ async def test_each_unsafe_setting_of_the_http_api_is_a_warning(tmp_path: Path) 
 async def test_a_configuration_serve_would_refuse_fails_the_check(tmp_path: Path) -> None:
     config = write(tmp_path / "slashgate.toml", 'host = "0.0.0.0"\nstore = "memory"\n')
     status, lines = await check(config)
-    assert status == 1
+    assert status == 2, "what serve refuses is a configuration error"
     assert lines[1].startswith(
         "serve: FAILED: cannot start: the webhook API (/v1/*) would be open to anyone who "
         "reaches 0.0.0.0: set webhook_token"

@@ -112,11 +112,11 @@ async def test_the_gateway_says_why_and_exits_instead_of_serving_open() -> None:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), STARTUP)
-    assert process.returncode == 1
+    assert process.returncode == 2, "a configuration error, like every other"
     assert b"listening" not in out
     last = err.decode().splitlines()[-1]
     assert last.startswith(
-        "slashgate: cannot start: the webhook API (/v1/*) would be open to anyone who "
+        "slashgate: bad configuration: the webhook API (/v1/*) would be open to anyone who "
         "reaches 0.0.0.0: set webhook_token (SLASHGATE_WEBHOOK_TOKEN)"
     )
 
