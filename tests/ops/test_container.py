@@ -203,7 +203,7 @@ async def test_the_image_installs_the_package_starts_and_passes_the_healthcheck(
         str(image.venv / "bin" / image.command[0]), *image.command[1:], "--port", "0",
         cwd=image.path("."), env=image.env,
     )  # fmt: skip
-    assert status == 1 and "SLASHGATE_WEBHOOK_TOKEN" in output, output
+    assert status == 2 and "SLASHGATE_WEBHOOK_TOKEN" in output, output  # bad configuration
 
     async with started(image, webhook_token=TOKEN) as container:
         async with aiohttp.ClientSession() as http:

@@ -106,7 +106,9 @@ async def test_in_json_every_line_of_the_process_is_json_the_url_included() -> N
             assert response.status == 200
     lines = [json.loads(line) for line in "".join(served.output).splitlines()]
     said = {line["logger"]: line["message"] for line in lines}
-    assert said["slashgate.ready"] == f"slashgate listening on {served.url}"
+    ready = [line["message"] for line in lines if line["logger"] == "slashgate.ready"]
+    assert ready[0] == f"slashgate listening on {served.url}"
+    assert f"web chat: {served.url}/chat" in ready  # the addresses to open follow it
     assert said["slashgate"] == "stopped"
 
 
