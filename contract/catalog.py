@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from string import Formatter
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -18,16 +18,7 @@ Category = Literal[
     "forbidden",
     "rate_limited",
 ]
-CATEGORIES: tuple[Category, ...] = (
-    "invalid",
-    "unsupported",
-    "interactive_only",
-    "busy",
-    "timeout",
-    "generic",
-    "forbidden",
-    "rate_limited",
-)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 
 
 class Catalog(BaseModel):
