@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["owner", "allowed"]
+NoCode = Literal["pairing_waiting", "pairing_full"]
 # Pairing codes: no 0/O or 1/I to misread.
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
@@ -61,13 +62,19 @@ class Book:
             code: r for code, r in self.requests.items() if r["expires"] + KEPT_FOR > now
         }
 
-    def request(self, sender: str, conversation: str, now: float) -> str | None:
-        """A new pairing code for ``sender``; None when they have one waiting already or
-        ``MAX_WAITING`` others wait (see ``waiting_for``).
+    def no_code(self, sender: str, now: float) -> NoCode | None:
+        """Why ``sender`` gets no new pairing code now: one of theirs waits already, or
+        ``MAX_WAITING`` requests do; None when they may have one.
         """
-        self.prune(now)
         waiting = self.waiting(now)
-        if len(waiting) >= MAX_WAITING or any(r["sender"] == sender for r in waiting.values()):
+        if any(r["sender"] == sender for r in waiting.values()):
+            return "pairing_waiting"
+        return "pairing_full" if len(waiting) >= MAX_WAITING else None
+
+    def request(self, sender: str, conversation: str, now: float) -> str | None:
+        """A new pairing code for ``sender``; None when ``no_code`` says why not."""
+        self.prune(now)
+        if self.no_code(sender, now) is not None:
             return None
         code = new_code()
         while code in self.requests:
@@ -79,9 +86,6 @@ class Book:
             "approved": False,
         }
         return code
-
-    def waiting_for(self, sender: str, now: float) -> bool:
-        return any(r["sender"] == sender for r in self.waiting(now).values())
 
     def approve(self, code: str, now: float, owned: bool) -> tuple[str, str | None]:
         """Approve a pairing code: (what happened, the sender). What happened is "owner" (the

@@ -34,7 +34,7 @@ class Books:
     def cached(self, channel: str) -> Book:
         """The book as last read (empty before the first read)."""
         found = self._read.get(channel)
-        return found[1] if found is not None else _EMPTY
+        return found[1] if found is not None else EMPTY
 
     async def of(self, channel: str) -> Book:
         """The channel's book, read again when the copy at hand is older than ``max_age``.
@@ -77,4 +77,4 @@ class Books:
         return result
 
 
-_EMPTY = Book()
+EMPTY = Book()  # read only: the book of a channel nothing was approved on

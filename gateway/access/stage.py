@@ -13,15 +13,14 @@ from ..inbound import InboundMessage
 from ..metrics import Metrics
 from ..settings import CoreSettings
 from ..state import StateStore
-from .book import CODE_TTL, Book
+from .book import CODE_TTL
 from .limits import Over, SenderLimits
 from .policy import Policy, Reason
-from .records import Books
+from .records import EMPTY, Books
 from .shared import shared_buckets
 
 log = logging.getLogger("slashgate.access")
 _TOKEN_BASED = Policy(chat=False)
-_EMPTY = Book()
 
 PAIRING_TEXT = (
     "Hello! This bot only talks to people its owner approved. Your pairing code is "
@@ -91,14 +90,14 @@ class Access:
         book = await self.books.of(message.channel)
         reason = policy.refusal(book, message)
         if reason == "pairing":
-            text = await self._pairing(message)
+            now = time.time()
+            # The book read within the second answers a stranger's repeats: no lease, no
+            # write for each of them. A new code is asked for under the lease (checked again).
+            why = book.no_code(message.user, now)
+            text = None if why is not None else await self._pairing(message, now)
             if text is None:
-                book = self.books.cached(message.channel)
-                reason = (
-                    "pairing_waiting"
-                    if book.waiting_for(message.user, time.time())
-                    else ("pairing_full")
-                )
+                why = why or self.books.cached(message.channel).no_code(message.user, now)
+                reason = why or "pairing_full"
             self.refused(message, reason)
             return Pairing(text) if text is not None else reason
         if reason is not None:
@@ -125,9 +124,8 @@ class Access:
     def leave(self, message: InboundMessage) -> None:
         self.limits.leave(f"{message.channel}:{message.user}")
 
-    async def _pairing(self, message: InboundMessage) -> str | None:
+    async def _pairing(self, message: InboundMessage, now: float) -> str | None:
         """A new code for a stranger, as the reply's text; None when none is given."""
-        now = time.time()
         code = await self.books.change(
             message.channel, lambda book: book.request(message.user, message.key, now)
         )
@@ -169,7 +167,7 @@ class Access:
     def may_run(self, message: InboundMessage, command: str) -> bool:
         """Whether the sender may run ``command`` here (owner-only commands)."""
         policy = self.policies.get(message.channel, _TOKEN_BASED)
-        book = self.books.cached(message.channel) if policy.chat else _EMPTY
+        book = self.books.cached(message.channel) if policy.chat else EMPTY
         return policy.may_run(book, message, command)
 
     async def approve(self, channel: str, code: str) -> str:
