@@ -5,10 +5,9 @@ refills and takes in one round trip on the store's own connection, on Redis's cl
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
 
-from ..state import StateStore, TimedStore
-from ..state.redis import RedisStore
+from ..state import StateStore
+from ..state.redis import Scripts, redis_of
 from ..state.resp import sha1
 from .limits import Buckets
 
@@ -37,10 +36,6 @@ return {taken, string.format('%.6f', tokens)}
 _SHA = sha1(_TAKE)
 
 
-class Scripts(Protocol):
-    async def run_script(self, source: str, sha: str, keys: list[str], args: list[Any]) -> Any: ...
-
-
 class SharedBuckets:
     def __init__(self, redis: Scripts, prefix: str, per_minute: float, burst: int) -> None:
         self._redis = redis
@@ -59,7 +54,7 @@ class SharedBuckets:
 
 def shared_buckets(store: StateStore, prefix: str, per_minute: float, burst: int) -> Buckets | None:
     """The replicas' shared buckets where the store is Redis; else None (each process's own)."""
-    inner = store.inner if isinstance(store, TimedStore) else store
-    if not isinstance(inner, RedisStore) or per_minute <= 0:
+    redis = redis_of(store)
+    if redis is None or per_minute <= 0:
         return None
-    return SharedBuckets(inner, prefix, per_minute, burst)
+    return SharedBuckets(redis, prefix, per_minute, burst)

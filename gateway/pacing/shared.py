@@ -16,10 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Protocol
 
-from gateway.state import StateStore, StoreUnavailable, TimedStore
-from gateway.state.redis import RedisStore
+from gateway.state import StateStore, StoreUnavailable
+from gateway.state.redis import Scripts, redis_of
 from gateway.state.resp import sha1
 
 from .pacer import LocalBudget, Rate
@@ -52,12 +51,6 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {slot - us, redis.call('ZCARD', KEYS[2])}
 """
 _SHA = sha1(_RESERVE)
-
-
-class Scripts(Protocol):
-    """Where the script runs: the Redis store (``StoreUnavailable`` when it cannot)."""
-
-    async def run_script(self, source: str, sha: str, keys: list[str], args: list[Any]) -> Any: ...
 
 
 class SharedBudget:
@@ -147,5 +140,5 @@ def budget(store: StateStore, key: str, rate: Rate) -> LocalBudget | SharedBudge
     """The global limit: shared through the store where it is Redis (replicas), else this
     process's.
     """
-    inner = store.inner if isinstance(store, TimedStore) else store
-    return SharedBudget(inner, key, rate) if isinstance(inner, RedisStore) else LocalBudget(rate)
+    redis = redis_of(store)
+    return SharedBudget(redis, key, rate) if redis is not None else LocalBudget(rate)

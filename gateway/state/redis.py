@@ -22,7 +22,7 @@ import json
 import secrets
 import time
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import hiredis
 from redis import asyncio as aioredis
@@ -33,6 +33,7 @@ from redis.exceptions import RedisError
 from . import redis_scripts as scripts
 from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
 from .resp import Resp
+from .timed import TimedStore
 
 T = TypeVar("T")
 
@@ -266,3 +267,19 @@ async def _shielded(step: asyncio.Future[T]) -> T:
         return await asyncio.shield(step)
     except (RedisError, OSError) as exc:
         raise StoreUnavailable(f"Redis: {exc}") from exc
+
+
+class Scripts(Protocol):
+    """Where another module's Lua script runs: the Redis store (``StoreUnavailable`` when it
+    cannot).
+    """
+
+    async def run_script(self, source: str, sha: str, keys: list[str], args: list[Any]) -> Any: ...
+
+
+def redis_of(store: StateStore) -> RedisStore | None:
+    """The Redis store behind ``store`` (timed or not), for what the replicas share through
+    it; None for a store of another kind.
+    """
+    inner = store.inner if isinstance(store, TimedStore) else store
+    return inner if isinstance(inner, RedisStore) else None
