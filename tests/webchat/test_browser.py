@@ -321,6 +321,9 @@ async def test_at_phone_width_with_a_token(
         await page.keyboard.press("Enter")
         await expect(page.locator("#token-form")).to_be_hidden()
         await expect(page.locator("#input")).to_be_focused()
+        # Asked again with the token: the greeting and the commands to try.
+        await expect(page.locator("#agent-name")).to_have_text("demo")
+        await expect(page.locator("#suggestions .name").first).to_have_text("/help")
 
         await page.keyboard.type("see @b")
         option = page.locator("#menu [role=option]").first
