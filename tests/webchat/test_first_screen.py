@@ -152,6 +152,12 @@ async def test_a_command_without_arguments_is_sent_by_a_click_and_names_the_conv
         await page.keyboard.press("Enter")
         await expect(page.locator(".user")).to_have_text(["/help"])
 
+        # A long first message names it by its first words.
+        await page.get_by_role("button", name="New conversation").click()
+        await page.keyboard.type("Please summarise the release notes of the last three versions")
+        await page.keyboard.press("Enter")
+        await expect(name).to_have_value("Please summarise the release notes of…")
+
 
 async def test_commands_the_user_may_not_run_are_not_suggested(
     gateway_server: ServerFactory, open_page: OpenPage

@@ -822,11 +822,13 @@
 
   // The first words of a message, cut at a word where it is long.
   function nameAfter(text) {
-    const words = text.replace(/\s+/g, " ").trim();
-    if (words.length <= NAME_LENGTH) return keepName(words);
-    const cut = words.slice(0, NAME_LENGTH);
-    const space = cut.lastIndexOf(" ");
-    keepName((space > NAME_LENGTH / 2 ? cut.slice(0, space) : cut) + "…");
+    let name = text.replace(/\s+/g, " ").trim();
+    if (name.length > NAME_LENGTH) {
+      const cut = name.slice(0, NAME_LENGTH);
+      const space = cut.lastIndexOf(" ");
+      name = (space > NAME_LENGTH / 2 ? cut.slice(0, space) : cut) + "…";
+    }
+    keepName(name);
   }
 
   nameInput.addEventListener("change", () => keepName(nameInput.value.replace(/\s+/g, " ").trim()));
