@@ -63,13 +63,12 @@ def _holds(annotation: Any) -> bool:
 
 class CoreSettings(BaseSettings):
     # Errors name the field and the rule, not the input: that may hold tokens and API keys.
-    # The docstring under each field is its description (docs/configuration.md is made of them).
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        extra="forbid",
-        hide_input_in_errors=True,
-        use_attribute_docstrings=True,
+        env_prefix=ENV_PREFIX, extra="forbid", hide_input_in_errors=True
     )
+    # The docstring under each field is its description: docs/configuration.md is made of them
+    # (slashgate/settings_doc.py). Read there, not by pydantic's use_attribute_docstrings,
+    # which would parse these sources at every start.
 
     # server
     host: str = "127.0.0.1"

@@ -1,18 +1,23 @@
 """docs/configuration.md, made from the settings models: every setting with its key in the
 TOML file, its environment variable, its type, its default and its description (the docstring
-under the field). ``python -m slashgate.settings_doc > docs/configuration.md`` writes it again;
-tests/test_configuration_doc.py fails while the page and the models differ.
+under the field, or the field's own ``description``). ``python -m slashgate.settings_doc >
+docs/configuration.md`` writes it again; tests/test_configuration_doc.py fails while the page
+and the models differ.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import sys
+import textwrap
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from gateway.access.settings import KEYS as ACCESS_KEYS
@@ -60,6 +65,44 @@ default.
 """
 
 
+def descriptions(model: type[BaseModel] = Settings) -> dict[str, str]:
+    """Each setting's description, on one line: the field's ``description``, else the string
+    under the field in the source of the class that declares it ("" for neither).
+    """
+    under: dict[str, str] = {}
+    for cls in reversed(model.__mro__):  # a subclass's own docstring wins
+        if cls.__module__.split(".")[0] in ("gateway", "channels", "slashgate"):
+            under.update(_docstrings(cls))
+    return {
+        name: " ".join((field.description or under.get(name, "")).split())
+        for name, field in model.model_fields.items()
+    }
+
+
+def _docstrings(cls: type) -> dict[str, str]:
+    """The string after each annotated name of the class body; none for a class made at run
+    time (``create_model``), which has no source.
+    """
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    tree = ast.parse(source).body[0]
+    if not isinstance(tree, ast.ClassDef):
+        return {}
+    found = {}
+    for field, text in pairwise(tree.body):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(text, ast.Expr)
+            and isinstance(text.value, ast.Constant)
+            and isinstance(text.value.value, str)
+        ):
+            found[field.target.id] = text.value.value
+    return found
+
+
 def render() -> str:
     """The whole page."""
     grouped: dict[str, list[str]] = {"": [], **{section: [] for section in SECTIONS}}
@@ -85,12 +128,16 @@ def _section(name: str) -> str:
 
 
 def _table(names: list[str], section: str) -> str:
-    rows = ["| key | environment variable | type | default | description |", "|---|---|---|---|---|"]
+    rows = [
+        "| key | environment variable | type | default | description |",
+        "|---|---|---|---|---|",
+    ]
+    described = descriptions()
     for name in names:
         field = Settings.model_fields[name]
         key = name.removeprefix(f"{section}_") if section else name
         variable = ENV_PREFIX + name.upper()
-        description = " ".join((field.description or "").split())
+        description = described[name]
         if name in SECRETS:
             key = f"`{key}` or `{key}{FILE_SUFFIX}`"
             variable = f"`{variable}` or `{variable}{FILE_SUFFIX.upper()}`"
