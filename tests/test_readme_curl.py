@@ -55,7 +55,7 @@ async def test_the_readmes_curl_examples_work_as_written() -> None:
 
 def test_every_curl_example_that_sends_json_says_so() -> None:
     checked = 0
-    for doc in (README, *sorted((ROOT / "docs").glob("*.md"))):
+    for doc in (README, *sorted((ROOT / "docs").rglob("*.md"))):
         text = doc.read_text(encoding="utf-8")
         for block in re.findall(r"```(?:sh|bash|console)\n(.*?)```", text, re.S):
             for command in commands(block):
