@@ -111,12 +111,15 @@ class CoreSettings(BaseSettings):
 
     # state: the inbound journal, dedupe, runtime session ids (see docs/reliability.md)
     store: Literal["memory", "sqlite", "redis"] = "sqlite"
-    state_path: Path = Path("slashgate-state.sqlite3")
+    # The gateway's own files in one folder, made (0700) when the SQLite store first opens:
+    # never by ``slashgate check``. The state file goes elsewhere only where state_path says.
+    data_dir: Path = Path(".slashgate")
+    state_path: Path | None = None  # the SQLite file; unset: data_dir / "state.sqlite3"
     # "full": an acknowledged input survives a power cut; "normal" (WAL): a crash of the
     # process only, for about a quarter less CPU per message (docs/reliability.md).
     sqlite_synchronous: SqliteSynchronous = "full"
     memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
-    sqlite_state_size: int = Field(100_000, ge=1)  # keys in state_path; the same rule
+    sqlite_state_size: int = Field(100_000, ge=1)  # keys in the SQLite file; the same rule
     redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
     redis_prefix: str = "slashgate:"
     dedupe_size: int = Field(100_000, ge=1)  # platform ids and Idempotency-Keys remembered
@@ -165,9 +168,11 @@ class CoreSettings(BaseSettings):
     # How the user wrote each setting given in a file or the environment (``named``).
     _named: dict[str, str] = PrivateAttr(default_factory=dict)
     # Where the settings came from, for ``slashgate check``'s warnings (slashgate/safety.py):
-    # the TOML file, the secrets written in it in clear, those read from files of their own.
+    # the TOML file, the env file, the secrets each holds in clear (where it wins), those read
+    # from files of their own.
     _config_file: Path | None = PrivateAttr(default=None)
-    _secrets_in_config: tuple[str, ...] = PrivateAttr(default=())
+    _env_file: Path | None = PrivateAttr(default=None)
+    _secrets_in_clear: dict[Path, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _secret_files: dict[str, Path] = PrivateAttr(default_factory=dict)
 
     def named(self, name: str) -> str:
