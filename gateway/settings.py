@@ -142,8 +142,11 @@ class CoreSettings(BaseSettings):
     store: Literal["memory", "sqlite", "redis"] = "sqlite"
     """Where the inbound journal, dedupe and runtime state are kept: `sqlite` (one process),
     `redis` (replicas) or `memory` (nothing survives a restart)."""
-    state_path: Path = Path("slashgate-state.sqlite3")
-    """The SQLite store's file."""
+    # Made (0700) when the SQLite store first opens: never by ``slashgate check``.
+    data_dir: Path = Path(".slashgate")
+    """The gateway's own files, in one folder (the SQLite store's file among them)."""
+    state_path: Path | None = None
+    """The SQLite store's file; unset: `state.sqlite3` in `data_dir`."""
     sqlite_synchronous: SqliteSynchronous = "full"
     """`full`: an acknowledged input survives a power cut; `normal` (WAL): a crash of the
     process only, for about a quarter less CPU per message."""
@@ -226,9 +229,11 @@ class CoreSettings(BaseSettings):
     # How the user wrote each setting given in a file or the environment (``named``).
     _named: dict[str, str] = PrivateAttr(default_factory=dict)
     # Where the settings came from, for ``slashgate check``'s warnings (slashgate/safety.py):
-    # the TOML file, the secrets written in it in clear, those read from files of their own.
+    # the TOML file, the env file, the secrets each holds in clear (where it wins), those read
+    # from files of their own.
     _config_file: Path | None = PrivateAttr(default=None)
-    _secrets_in_config: tuple[str, ...] = PrivateAttr(default=())
+    _env_file: Path | None = PrivateAttr(default=None)
+    _secrets_in_clear: dict[Path, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _secret_files: dict[str, Path] = PrivateAttr(default_factory=dict)
 
     def named(self, name: str) -> str:

@@ -61,7 +61,7 @@ async def test_completion_follows_each_conversations_own_commands(
         }  # fmt: skip
 
         _, args = await call(http, "GET", url, params={"conversation": "c1", "text": "/echo "})
-        assert args["context"] == "arguments" and args["command"]["hint"] == "text"
+        assert args["context"] == "arguments" and args["command"]["hint"] == "<text>"
 
 
 async def test_classify_previews_what_messages_would_do_without_running_it(
