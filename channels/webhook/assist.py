@@ -6,31 +6,35 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from contract import complete
+from contract import Command, complete
 from gateway.inbound import InboundMessage
 
 from .checks import Route, parse, validate
 from .errors import ApiError
 from .permissions import PermissionAnswer, answer
-from .wire import ClassifyIn, CompleteQuery, commands_body, completion_body, preview_body
+from .wire import (
+    ClassifyIn,
+    CommandsQuery,
+    CompleteQuery,
+    commands_body,
+    completion_body,
+    preview_body,
+)
 
 
 class Assist(Route):
     async def get_commands(self, request: web.Request) -> web.Response:
         self.authorize(request)
-        conversation = request.query.get("conversation")
-        commands = await self.gateway.commands(
-            self.name if conversation else None, conversation or None
-        )
+        query = validate(CommandsQuery, _given(request))
+        commands = await self._offered(query)
         return web.json_response(commands_body(commands, self.settings.interactive_only))
 
     async def get_complete(self, request: web.Request) -> web.Response:
         """What fits at the cursor: the conversation's commands, or reference prefixes."""
         self.authorize(request)
-        # An empty parameter (``cursor=``) is the same as none.
-        query = validate(CompleteQuery, {k: v for k, v in request.query.items() if v != ""})
+        query = validate(CompleteQuery, _given(request))
         conversation = query.conversation
-        commands = await self.gateway.commands(self.name if conversation else None, conversation)
+        commands = await self._offered(query)
         try:
             completion = complete(
                 query.text, query.cursor, commands, self.settings.interactive_only, query.limit
@@ -38,6 +42,17 @@ class Assist(Route):
         except ValueError as exc:
             raise ApiError(400, "invalid_request", str(exc)) from None
         return web.json_response(completion_body(conversation, completion))
+
+    async def _offered(self, query: CommandsQuery) -> tuple[Command, ...]:
+        """The conversation's commands (without one, the menu); with ``user``, those they
+        may run (owner-only commands, where the webhook has owners).
+        """
+        conversation = query.conversation
+        commands = await self.gateway.commands(self.name if conversation else None, conversation)
+        if query.user is None:
+            return commands
+        sender = InboundMessage(self.name, conversation or "", query.user, "")
+        return tuple(c for c in commands if self.gateway.access.may_run(sender, c.name))
 
     async def post_classify(self, request: web.Request) -> web.Response:
         """The classification and payload ``POST /v1/messages`` would give; nothing runs."""
@@ -52,3 +67,8 @@ class Assist(Route):
         body = parse(await self.read(request), PermissionAnswer)
         status, data = await answer(self.gateway, self.name, request.match_info["request_id"], body)
         return web.json_response(data, status=status)
+
+
+def _given(request: web.Request) -> dict[str, str]:
+    """The query's parameters; an empty one (``cursor=``) is the same as none."""
+    return {k: v for k, v in request.query.items() if v != ""}

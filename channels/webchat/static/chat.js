@@ -683,7 +683,8 @@
     // the answer for this text reopens it. Requests are never aborted: any of them may come
     // back first.
     if (completion && !current(completion)) closeMenu();
-    const params = new URLSearchParams({ conversation, text: value, cursor: String(cursor) });
+    // The user too: the menu offers them only what they may run (docs/access.md).
+    const params = new URLSearchParams({ conversation, user, text: value, cursor: String(cursor) });
     let answer;
     try {
       answer = await getJSON("/v1/complete?" + params);
@@ -791,5 +792,5 @@
   input.focus();
 
   // Learn early whether the server wants a token (the request also opens the session).
-  getJSON("/v1/commands?" + new URLSearchParams({ conversation })).catch(() => {});
+  getJSON("/v1/commands?" + new URLSearchParams({ conversation, user })).catch(() => {});
 })();
