@@ -238,15 +238,6 @@ def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
     }
 
 
-class CommandsQuery(BaseModel):
-    """``GET /v1/commands`` query: ``user`` leaves out what that sender may not run."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    conversation: str | None = Field(default=None, min_length=1, max_length=256)
-    user: str | None = Field(default=None, min_length=1, max_length=256)
-
-
 class AgentOut(BaseModel):
     """``GET /v1/agent``: who answers, for a greeting."""
 
@@ -275,12 +266,20 @@ def error_body(code: str, message: str) -> dict[str, Any]:
     return ErrorOut(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
 
 
-class CompleteQuery(BaseModel):
-    """``GET /v1/complete`` query: ``cursor`` in UTF-16 code units, the end when left out."""
+class CommandsQuery(BaseModel):
+    """``GET /v1/commands`` query: ``user``, whose owner-only commands are left out unless
+    they are an owner (docs/access.md).
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     conversation: str | None = Field(default=None, min_length=1, max_length=256)
+    user: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class CompleteQuery(CommandsQuery):
+    """``GET /v1/complete`` query: ``cursor`` in UTF-16 code units, the end when left out."""
+
     text: str = ""
     cursor: int | None = Field(default=None, ge=0)
     limit: int = Field(default=50, ge=1, le=200)
