@@ -5,17 +5,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
 
 from contract import Command, complete, utf16_prefix
+from gateway.api import GatewayAPI
 
 from .commands import ARGUMENTS, TEXT, CommandLists
 from .wire import Called
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 MAX_CHOICES = 25
 MAX_CHOICE = 100  # characters of a choice's name and of its value
@@ -25,7 +22,7 @@ COMMANDS_WAIT = 1.5  # seconds for the conversation's commands, then the menu's
 class Completer:
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayAPI,
         channel: str,
         commands: CommandLists,
         interactive_only: list[str],

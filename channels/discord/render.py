@@ -10,7 +10,7 @@ import dataclasses
 
 from channels.activity import with_usage
 from channels.slack.mrkdwn import chunks, shorten
-from gateway.inbound import Reply
+from gateway.api import Reply
 
 LIMIT = 2000  # characters of a message's content
 MAX_FOLLOW_UPS = 5  # messages after the first: a reply longer than that is cut, and says so

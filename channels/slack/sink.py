@@ -9,8 +9,7 @@ import dataclasses
 from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage
 from gateway.answering import AnsweringSink
-from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply
+from gateway.api import PermissionRequired, Reply, RuntimeEvent
 
 from .activity import ActivityPost
 from .messages import Messages

@@ -9,7 +9,7 @@ import logging
 
 from slack_sdk.errors import SlackApiError
 
-from gateway.inbound import Reply
+from gateway.api import Reply
 
 from .messages import Messages
 from .mrkdwn import TEXT_LIMIT, shorten, to_mrkdwn

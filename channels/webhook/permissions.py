@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core import Gateway
+from gateway.api import GatewayAPI
 
 from .wire import error_body
 
@@ -23,7 +23,7 @@ class PermissionAnswer(BaseModel):
 
 
 async def answer(
-    gateway: Gateway, channel: str, request_id: str, body: PermissionAnswer
+    gateway: GatewayAPI, channel: str, request_id: str, body: PermissionAnswer
 ) -> tuple[int, dict[str, Any]]:
     """The HTTP status and body of the answer."""
     offered = gateway.pending_permission(channel, body.conversation, request_id)

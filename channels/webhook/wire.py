@@ -19,9 +19,8 @@ from pydantic import (
 
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
+from gateway.api import Outcome, PermissionOption, PlanEntry, Reply, Status, UsageReported
 from gateway.composer import message_json
-from gateway.events import PermissionOption, PlanEntry, Status, UsageReported
-from gateway.inbound import Outcome, Reply
 from gateway.validation import describe_validation_error as describe_errors
 
 from .events import usage_body
