@@ -1,7 +1,8 @@
 """The source layout that docs/architecture.md promises: imports go one way (app -> channels ->
 gateway -> contract), no two files import each other through any path, no file is over 400
-lines, and channels see of the gateway its published interface (gateway/api.py) and the
-helpers named here, never the core. Read from the source with ``ast``: ``TYPE_CHECKING`` and
+lines, channels see of the gateway its published interface (gateway/api.py) and the helpers
+named here, never the core, and no channel imports another one's modules (what they share is
+in channels/*.py). Read from the source with ``ast``: ``TYPE_CHECKING`` and
 in-function imports count.
 
 ``python tests/test_layout.py`` prints the report.
@@ -158,6 +159,32 @@ def reaching_in(edges: dict[str, set[str]]) -> list[str]:
     )
 
 
+def channel_of(name: str, packages: set[str]) -> str | None:
+    """The channel folder a module of channels/ is in; None for a module the channels share
+    (channels/text.py and the like).
+    """
+    parts = name.split(".")
+    if parts[0] != "channels" or len(parts) == 1 or (len(parts) == 2 and name not in packages):
+        return None
+    return parts[1]
+
+
+def crossing(edges: dict[str, set[str]], packages: set[str]) -> list[str]:
+    """Imports of a channel's module from another channel's folder, or from a shared module."""
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        if name.split(".")[0] == "channels"
+        for target in targets
+        if (theirs := channel_of(target, packages)) is not None
+        and theirs != channel_of(name, packages)
+    )
+
+
+def packages() -> set[str]:
+    return {name for name, path in modules().items() if path.name == "__init__.py"}
+
+
 def oversized() -> list[str]:
     return [
         f"{path.relative_to(ROOT)}: {lines} lines"
@@ -176,6 +203,10 @@ def test_no_import_circles() -> None:
 
 def test_channels_see_the_gateway_through_its_interface() -> None:
     assert reaching_in(graph()) == []
+
+
+def test_no_channel_imports_another_ones_modules() -> None:
+    assert crossing(graph(), packages()) == []
 
 
 def test_no_file_over_400_lines() -> None:
@@ -201,6 +232,18 @@ def test_the_checker_finds_a_channel_reaching_into_the_core() -> None:
     assert reaching_in(edges) == ["channels.x.a -> gateway.core", "channels.x.b -> gateway.state"]
 
 
+def test_the_checker_finds_a_channel_importing_another_ones_module() -> None:
+    edges = {
+        "channels.x.a": {"channels.x.b", "channels.text", "channels.y.c"},
+        "channels.text": {"channels.y"},
+        "slashgate.registry": {"channels.y.c"},
+    }
+    assert crossing(edges, {"channels.x", "channels.y"}) == [
+        "channels.text -> channels.y",
+        "channels.x.a -> channels.y.c",
+    ]
+
+
 if __name__ == "__main__":
     edges = graph()
     found = circles(edges)
@@ -209,5 +252,8 @@ if __name__ == "__main__":
         print(f"  {len(component)}: {' '.join(component)}")
     print("upward imports:", *upward(edges) or ["none"], sep="\n  ")
     print("channels reaching into the core:", *reaching_in(edges) or ["none"], sep="\n  ")
+    crossed = crossing(edges, packages())
+    print("channels importing another one's modules:", *crossed or ["none"], sep="\n  ")
     print("files over 400 lines:", *oversized() or ["none"], sep="\n  ")
-    sys.exit(1 if found or upward(edges) or reaching_in(edges) or oversized() else 0)
+    failed = found or upward(edges) or reaching_in(edges) or crossed or oversized()
+    sys.exit(1 if failed else 0)

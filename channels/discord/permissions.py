@@ -17,7 +17,7 @@ import hikari
 from hikari.api.special_endpoints import InteractionMessageBuilder
 from hikari.impl.special_endpoints import MessageActionRowBuilder
 
-from channels.slack.mrkdwn import shorten
+from channels.text import shorten
 from gateway.api import GatewayAPI, PermissionRequired
 
 from .target import Target

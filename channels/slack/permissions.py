@@ -10,10 +10,11 @@ from typing import Any
 
 from aiohttp import ClientSession
 
+from channels.text import shorten
 from contract import utf16_len
 from gateway.api import GatewayAPI, PermissionOption, PermissionRequired
 
-from .mrkdwn import SECTION_LIMIT, escape, shorten
+from .mrkdwn import SECTION_LIMIT, escape
 from .target import Target
 from .web import respond
 

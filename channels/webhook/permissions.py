@@ -8,9 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from channels.errors import error_body
 from gateway.api import GatewayAPI
-
-from .wire import error_body
 
 
 class PermissionAnswer(BaseModel):

@@ -172,17 +172,6 @@ class CommandsOut(BaseModel):
     interactive_only: list[str]
 
 
-class ErrorDetail(BaseModel):
-    code: str = Field(description="Machine-readable: malformed_json, too_large, unauthorized...")
-    message: str
-
-
-class ErrorOut(BaseModel):
-    """Every 4xx (and 5xx) under /v1."""
-
-    error: ErrorDetail
-
-
 def describe_validation_error(exc: ValidationError) -> str:
     """One readable sentence per problem: ``text: Input should be a valid string``."""
     return describe_errors(exc, root="body")
@@ -240,10 +229,6 @@ def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) ->
     return CommandsOut(
         commands=list(commands), interactive_only=sorted(interactive_only)
     ).model_dump(mode="json")
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return ErrorOut(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
 
 
 class CompleteQuery(BaseModel):
