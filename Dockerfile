@@ -22,8 +22,12 @@ RUN pip wheel --quiet --no-deps --wheel-dir /wheels . && pip install --quiet /wh
 USER slashgate
 WORKDIR /home/slashgate
 # The settings: every one at its default (env SLASHGATE_* wins); an image FROM this one
-# copies its own slashgate.toml over it. The SQLite state file is kept beside it.
+# copies its own slashgate.toml over it.
 COPY examples/slashgate.toml ./
+# The data folder (data_dir), where the SQLite state is kept: made here, the gateway's user's
+# alone, so that a volume mounted on it (docker run -v slashgate-data:/home/slashgate/.slashgate)
+# starts with that owner and mode.
+RUN mkdir -m 700 .slashgate
 ENV SLASHGATE_CONFIG=slashgate.toml
 EXPOSE 8080
 # Liveness: the process serves. Readiness (runtime, store, channels) is GET /readyz.

@@ -35,7 +35,7 @@ from .events import (
 from .host import RESERVED, Labeler
 from .inbound import Attachment, InboundMessage, Outcome, Reply, ReplySink
 from .menus import ConversationListener, InventoryListener
-from .runtimes.base import Runtime, RuntimeSession, SessionInfo
+from .runtimes.base import AgentInfo, Runtime, RuntimeSession, SessionInfo
 from .settings import CoreSettings
 from .state import Encoded, Entry, StoreUnavailable
 
@@ -43,6 +43,7 @@ __all__ = [
     "ERROR_ANSWERS",
     "RESERVED",
     "Admission",
+    "AgentInfo",
     "Attachment",
     "Channel",
     "Encoded",
@@ -122,6 +123,10 @@ class GatewayAPI(Protocol):
     def access(self) -> Admission: ...
 
     @property
+    def agent(self) -> AgentInfo:
+        """The agent behind the runtime, as a person would call it (greetings)."""
+
+    @property
     def closing(self) -> bool:
         """Shutting down: new input is refused."""
 
@@ -178,6 +183,9 @@ class GatewayAPI(Protocol):
         self, channel: str | None = None, conversation: str | None = None
     ) -> tuple[Command, ...]:
         """One conversation's effective inventory; without one, the menu."""
+
+    async def offered(self, message: InboundMessage) -> tuple[Command, ...]:
+        """What ``/help`` lists to ``message``'s sender in its conversation."""
 
     def host_commands(self, info: SessionInfo | None = None) -> tuple[Command, ...]:
         """The gateway's commands offered in a session that reported ``info``."""

@@ -16,7 +16,7 @@ from .conversation import Conversation
 from .delivery import Delivery
 from .host import RESERVED, Labeler, host_commands
 from .host_handlers import HostTools
-from .inbound import Reply
+from .inbound import InboundMessage, Reply
 from .intake import Intake
 from .inventory import hygienic
 from .journal import Journal, replica_name
@@ -25,7 +25,7 @@ from .metrics import Metrics
 from .recovery import Recovery
 from .routing import Router
 from .run import SHUTTING_DOWN, Runs
-from .runtimes.base import Runtime, SessionInfo
+from .runtimes.base import AgentInfo, Runtime, SessionInfo
 from .sessions import Conversations
 from .settings import CoreSettings
 from .state import StateStore, TimedStore, open_store
@@ -108,6 +108,11 @@ class Gateway:
         return self._menus.inventory
 
     @property
+    def agent(self) -> AgentInfo:
+        """The agent behind the runtime, as a person would call it (greetings)."""
+        return self.runtime.agent_info()
+
+    @property
     def closing(self) -> bool:
         """Shutting down: new input is refused."""
         return self._conversations.closing
@@ -176,6 +181,13 @@ class Gateway:
         if channel is None or conversation is None:
             return self._menus.of(None)
         return self._menus.of(await self._conversations.info(f"{channel}:{conversation}"))
+
+    async def offered(self, message: InboundMessage) -> tuple[Command, ...]:
+        """What ``/help`` lists to ``message``'s sender in its conversation (none: the
+        menu): the effective inventory less what the sender may not run (owner-only).
+        """
+        commands = await self.commands(message.channel, message.conversation or None)
+        return self.access.offered(message, commands)
 
     # -- answers outside the pipeline ---------------------------------------------------------
 

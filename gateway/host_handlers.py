@@ -44,15 +44,12 @@ async def _help(
     def line(command: Command) -> str:
         return command_line(command, labeler(conversation, command.name) if labeler else None)
 
-    def offered(commands: tuple[Command, ...]) -> list[Command]:
-        # What the sender may not run is not offered (owner-only commands).
-        return [c for c in commands if tools.access.may_run(message, c.name)]
-
-    # /pair is not listed: the pairing reply names it to the one who needs it, the owner.
-    host = offered(host_commands(conv.info))
+    # What the sender may not run is not offered (owner-only commands). /pair is not listed:
+    # the pairing reply names it to the one who needs it, the owner.
+    host = tools.access.offered(message, host_commands(conv.info))
     # A session still opening has reported nothing yet: the agent's commands as last seen.
     known = conv.info.commands if conv.info.commands is not None else tools.menus.inventory
-    runtime = offered(known or ())
+    runtime = tools.access.offered(message, known or ())
     lines = ["**Gateway commands**", *(line(c) for c in host)]
     lines += ["", "**Agent commands**"]
     lines += [line(c) for c in runtime] if runtime else ["- none reported yet"]

@@ -66,108 +66,174 @@ class CoreSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, extra="forbid", hide_input_in_errors=True
     )
+    # The docstring under each field is its description: docs/configuration.md is made of them
+    # (slashgate/settings_doc.py). Read there, not by pydantic's use_attribute_docstrings,
+    # which would parse these sources at every start.
 
     # server
     host: str = "127.0.0.1"
+    """Address the server listens on (also `--host`)."""
     port: int = Field(8080, ge=0, le=65535)
-    # Where clients reach the port when that is not host (a container's published address;
-    # compose.yaml passes it). Only in a container does a loopback one stand in for
-    # webhook_token (channels/webhook/exposure.py); elsewhere the listen address decides.
+    """Port the server listens on (also `--port`); 0 picks a free one."""
+    # Only in a container does a loopback one stand in for webhook_token
+    # (channels/webhook/exposure.py); elsewhere the listen address decides.
     published_host: str | None = None
-    # Host names clients use besides the listen address, published_host, localhost and IP
-    # addresses: a request with any other Host header is refused with 421 (a web page that
-    # rebinds its name to this address; docs/deploy.md). "*.example.com": every name under
-    # it; "*": any (the check off). Telegram's, Slack's and Discord's routes are not checked.
+    """Where clients reach the port when that is not `host`: the address a container's port is
+    published on (`compose.yaml` sets it)."""
+    # Against a web page that rebinds its name to this address (docs/deploy.md). Telegram's,
+    # Slack's and Discord's routes are not checked.
     allowed_hosts: list[str] = []
-    # Origins (https://app.example.com) of other sites whose pages may call /v1/* from the
-    # browser (CORS, preflight included). Other sites' POSTs are refused with 403.
+    """Host names clients use besides the listen address, `published_host`, `localhost` and IP
+    addresses (a proxy's public name); any other `Host` header gets 421. `"*.example.com"`:
+    every name under it; `"*"`: any."""
     cors_origins: list[str] = []
-    log_level: str = "INFO"  # DEBUG, INFO, WARNING, ERROR or CRITICAL
-    # The third-party libraries' (aiogram, slack_sdk, hikari, aiohttp...): never more than
-    # log_level shows. At DEBUG they log message texts and request bodies (gateway/logs.py).
+    """Origins of other sites (`https://app.example.com`) whose pages may call `/v1/*` from a
+    browser (CORS, preflight included); other sites' `POST`s get 403."""
+    log_level: str = "INFO"
+    """`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL`."""
     library_log_level: str = "INFO"
+    """The same for the third-party libraries (aiogram, slack_sdk, hikari, aiohttp), never below
+    `log_level`; at `DEBUG` they log message texts and request bodies."""
     log_format: Literal["text", "json"] = "text"
-    # The largest request body any channel's route reads (the webhook's, Telegram's updates,
-    # Slack's events): named after the webhook, where it was first.
+    """`text` lines, or `json`: one object a line."""
+    # Named after the webhook, where it was first.
     webhook_max_body: int = Field(1024 * 1024, ge=1)
+    """Largest request body any route reads (the webhook's, Telegram's updates, Slack's events),
+    in bytes."""
 
     # core
-    runtime: str = "embedded"  # embedded, acp, pi, electric or "package.module:name"
+    runtime: str = "embedded"
+    """The agent: `embedded` (the demo), `acp`, `pi`, `electric`, or your own
+    `"package.module:name"` (a `slashgate.Bot`)."""
     run_timeout: float = Field(120.0, gt=0)
+    """Seconds a turn may take; then the user gets the timeout text and the turn is cancelled."""
     busy_policy: Literal["queue", "reject", "interrupt"] = "queue"
+    """Plain text while a turn runs: `queue` it as a follow-up, `reject` it (busy), or
+    `interrupt` the turn."""
     max_queue: int = Field(10, ge=0)
+    """Follow-ups queued per conversation; past that, the busy text."""
     inventory_wait: float = Field(5.0, ge=0)
-    open_timeout: float = Field(120.0, gt=0)  # a runtime session's open; then it is retried
+    """Seconds an input waits for a new session's first command list before it is classified
+    with what is known."""
+    open_timeout: float = Field(120.0, gt=0)
+    """Seconds a runtime session's open may take; then the next input tries again."""
     cancel_grace: float = Field(5.0, gt=0)
+    """Seconds a runtime has to honour a cancel, and running inputs to finish when the gateway
+    stops."""
     max_sessions: int = Field(10_000, ge=1)
+    """Conversations kept; beyond that the least recently used idle one is closed."""
     interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
+    """Commands that only run in an interactive TUI: they get the `interactive_only` text."""
     catalog: dict[str, str] = {}
-    show_reasoning: Literal["collapsed", "off"] = "collapsed"  # the agent's thoughts in chats
+    """Your own user-facing texts, by category (`[catalog] busy = "..."`;
+    `contract/catalog.py` lists them). Placeholders: `{name}` and `{error}`."""
+    show_reasoning: Literal["collapsed", "off"] = "collapsed"
+    """The agent's reasoning in chats: `collapsed` (folded where the channel can) or `off`."""
 
-    # per-sender limits on the chat channels (docs/access.md); 0: no limit
-    sender_rate: float = Field(20.0, ge=0, allow_inf_nan=False)  # inputs a minute
-    sender_burst: int = Field(5, ge=1)  # inputs at once, on top of the rate
-    sender_max_queued: int = Field(5, ge=0)  # inputs in the gateway at once, all conversations
+    # per-sender limits on the chat channels (docs/access.md)
+    sender_rate: float = Field(20.0, ge=0, allow_inf_nan=False)
+    """Inputs a minute one sender may send on a chat channel; 0: no limit."""
+    sender_burst: int = Field(5, ge=1)
+    """Inputs one sender may send at once, on top of `sender_rate`."""
+    sender_max_queued: int = Field(5, ge=0)
+    """Inputs of one sender in the gateway at once, all conversations; 0: no limit."""
 
     # state: the inbound journal, dedupe, runtime session ids (see docs/reliability.md)
     store: Literal["memory", "sqlite", "redis"] = "sqlite"
-    state_path: Path = Path("slashgate-state.sqlite3")
-    # "full": an acknowledged input survives a power cut; "normal" (WAL): a crash of the
-    # process only, for about a quarter less CPU per message (docs/reliability.md).
+    """Where the inbound journal, dedupe and runtime state are kept: `sqlite` (one process),
+    `redis` (replicas) or `memory` (nothing survives a restart)."""
+    # Made (0700) when the SQLite store first opens: never by ``slashgate check``.
+    data_dir: Path = Path(".slashgate")
+    """The gateway's own files, in one folder (the SQLite store's file among them)."""
+    state_path: Path | None = None
+    """The SQLite store's file; unset: `state.sqlite3` in `data_dir`."""
     sqlite_synchronous: SqliteSynchronous = "full"
-    memory_store_size: int = Field(10_000, ge=1)  # keys; the least recently used go first
-    sqlite_state_size: int = Field(100_000, ge=1)  # keys in state_path; the same rule
-    redis_url: SecretStr | None = None  # redis://host:port/db (may hold a password)
+    """`full`: an acknowledged input survives a power cut; `normal` (WAL): a crash of the
+    process only, for about a quarter less CPU per message."""
+    memory_store_size: int = Field(10_000, ge=1)
+    """Keys the memory store keeps; the least recently used go first."""
+    sqlite_state_size: int = Field(100_000, ge=1)
+    """Keys the SQLite store keeps (a conversation's commands, its session id); the least
+    recently used go first."""
+    redis_url: SecretStr | None = None
+    """The Redis store: `redis://[:password@]host:port/db`."""
     redis_prefix: str = "slashgate:"
-    dedupe_size: int = Field(100_000, ge=1)  # platform ids and Idempotency-Keys remembered
-    dedupe_ttl: float = Field(86_400.0, gt=0)  # seconds: Telegram redelivers for 24 hours
-    recovery: Literal["notify", "rerun"] = "notify"  # a turn cut short by a crash
-    replica_id: str | None = None  # stable name of this process among replicas
-    lease_ttl: float = Field(10.0, gt=0)  # seconds a dead replica's conversations wait
+    """Prefix of every key the gateway writes in Redis."""
+    dedupe_size: int = Field(100_000, ge=1)
+    """Platform ids and Idempotency-Keys remembered across restarts."""
+    dedupe_ttl: float = Field(86_400.0, gt=0)
+    """Seconds they are remembered (Telegram redelivers for 24 hours)."""
+    recovery: Literal["notify", "rerun"] = "notify"
+    """A turn cut short by a crash: tell its user (`notify`) or run it again (`rerun`)."""
+    replica_id: str | None = None
+    """This process's name among replicas, stable across restarts; unset: a random one."""
+    lease_ttl: float = Field(10.0, gt=0)
+    """Seconds before a dead replica's conversations are taken over."""
 
-    # Slack and Telegram Web API calls: seconds one attempt may take (then it is retried
-    # where the reply must arrive; see docs/reliability.md)
     platform_timeout: float = Field(30.0, gt=0)
+    """Seconds one Telegram, Slack or Discord API call may take before it counts as failed (and
+    is retried where the reply must arrive)."""
     # attachments, from every channel (docs/attachments.md)
-    attachment_max_bytes: int = Field(20_000_000, ge=1)  # per file
-    attachment_max_total: int = Field(50_000_000, ge=1)  # all the files of one message
-    attachment_fetch_timeout: float = Field(30.0, gt=0)  # seconds to download one file
-    # Tests only: lets the webhook fetch http:// and loopback/private addresses (a warning
-    # at start; gateway/addresses.py has the ranges otherwise refused).
+    attachment_max_bytes: int = Field(20_000_000, ge=1)
+    """Largest attachment, in bytes."""
+    attachment_max_total: int = Field(50_000_000, ge=1)
+    """Largest total of one message's attachments, in bytes."""
+    attachment_fetch_timeout: float = Field(30.0, gt=0)
+    """Seconds to download one attachment."""
+    # gateway/addresses.py has the ranges otherwise refused.
     attachment_allow_private_urls: bool = False
+    """Tests only: let the webhook fetch `http://` and loopback or private addresses (a warning
+    at start says so)."""
 
-    # The agent's side (acp and pi runtimes; docs/security.md). Its working folder, unless
-    # acp_cwd or pi_cwd names another: made (0700) at start, apart from the state and settings.
+    # The agent's side (acp and pi runtimes; docs/security.md).
     workspace: Path = Path("slashgate-workspace")
-    # When the gateway runs as root: the user (name or uid) the agent runs as.
+    """The `acp` and `pi` agents' working folder unless `acp_cwd` or `pi_cwd` names another:
+    made (0700) at start, apart from the gateway's state and settings."""
     agent_user: str | None = None
+    """When the gateway runs as root: the user (name or uid) the agent runs as."""
 
     # acp runtime: any Agent Client Protocol agent over stdio
     acp_command: list[str] = []
-    acp_cwd: Path | None = None  # unset: workspace
-    acp_env: dict[str, SecretStr] = {}  # API keys, often: revealed only to the child
+    """With `runtime = "acp"`: the agent's command line, e.g. `["gemini", "--acp"]`."""
+    acp_cwd: Path | None = None
+    """The ACP agent's working folder; unset: `workspace`."""
+    acp_env: dict[str, SecretStr] = {}
+    """Extra environment of the ACP agent (API keys, often), revealed only to it."""
     acp_auth_method: str | None = None
+    """The authentication method to use when the agent asks for one."""
 
     # pi runtime: `pi --mode rpc`, one process per conversation
     pi_command: list[str] = ["pi", "--mode", "rpc"]
-    pi_cwd: Path | None = None  # unset: workspace
+    """With `runtime = "pi"`: pi's command line, one process per conversation."""
+    pi_cwd: Path | None = None
+    """pi's working folder; unset: `workspace`."""
     pi_env: dict[str, SecretStr] = {}
+    """Extra environment of pi, revealed only to it."""
     pi_pool_size: int = Field(8, ge=1)
+    """The most pi processes at once."""
     pi_idle_ttl: float = Field(600.0, gt=0)
+    """Seconds before an idle pi process is stopped."""
 
     # electric runtime: an Electric Agents server over HTTP
     electric_url: str = "http://127.0.0.1:4437"
+    """With `runtime = "electric"`: the Electric Agents server."""
     electric_entity_type: str = "assistant"
+    """The entity type of each conversation's entity."""
     electric_id_prefix: str = "slashgate"
+    """Start of every entity id (`[A-Za-z0-9][A-Za-z0-9._-]*`)."""
     electric_principal: str | None = None
+    """`Electric-Principal` of the gateway itself: `<user|agent|service|system>:<id>`."""
     electric_live: Literal["sse", "long-poll"] = "sse"
+    """How the stream is followed once caught up: `sse` or `long-poll`."""
 
     # How the user wrote each setting given in a file or the environment (``named``).
     _named: dict[str, str] = PrivateAttr(default_factory=dict)
     # Where the settings came from, for ``slashgate check``'s warnings (slashgate/safety.py):
-    # the TOML file, the secrets written in it in clear, those read from files of their own.
+    # the TOML file, the env file, the secrets each holds in clear (where it wins), those read
+    # from files of their own.
     _config_file: Path | None = PrivateAttr(default=None)
-    _secrets_in_config: tuple[str, ...] = PrivateAttr(default=())
+    _env_file: Path | None = PrivateAttr(default=None)
+    _secrets_in_clear: dict[Path, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _secret_files: dict[str, Path] = PrivateAttr(default_factory=dict)
 
     def named(self, name: str) -> str:

@@ -17,6 +17,7 @@ from gateway.access.settings import IDS_OF
 from gateway.settings import CoreSettings
 from gateway.state import StateStore, StoreUnavailable, open_store
 
+from .config import add_source_arguments
 from .registry import chat_channels
 
 APPROVED_EXIT = {"owner": 0, "allowed": 0, "already": 0, "expired": 1, "unknown": 1}
@@ -32,7 +33,7 @@ def add_parser(commands: Any) -> None:
         parser = actions.add_parser(name, help=help_)
         for arg in args:
             parser.add_argument(arg)
-        parser.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+        add_source_arguments(parser)
 
     action("list", "each chat channel's policy, owners and approved users and groups")
     action("pending", "the pairing requests waiting for approval")

@@ -10,7 +10,9 @@ Then a ``warning:`` line for each other setting that leaves something open
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from channels.webhook.exposure import assess
 from channels.webhook.settings import WebhookSettings
@@ -18,7 +20,7 @@ from gateway.core import Gateway
 from gateway.logs import Secrets, secrets_of
 from gateway.runtimes import Runtime
 from gateway.settings import CoreSettings
-from gateway.state import StateStore
+from gateway.state import StateStore, state_file, state_file_notice
 
 from .guard import guard_warnings
 from .registry import build_channels, settings_as
@@ -40,7 +42,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
             print(f"warning: {warning}", flush=True)
     parts: list[tuple[str, Callable[[], Awaitable[str]]]] = [
         (f"runtime {runtime.name}", lambda: _runtime(runtime)),
-        (f"store {settings.store}", lambda: _store(gateway.store)),
+        (f"store {settings.store}", lambda: _store(settings, gateway.store)),
         *((channel.name, channel.check) for channel in channels),
     ]
     failed = False
@@ -53,7 +55,7 @@ async def check(settings: CoreSettings, runtime: Runtime) -> int:
             print(f"{name}: FAILED: {secrets.mask(problem)}", flush=True)
         else:
             print(f"{name}: ok ({secrets.mask(detail)})", flush=True)
-    for warning in unsafe_settings(settings):
+    for warning in filter(None, (state_file_notice(settings), *unsafe_settings(settings))):
         print(f"warning: {secrets.mask(warning)}", flush=True)
     return 2 if refused else 1 if failed else 0
 
@@ -93,11 +95,25 @@ async def _runtime(runtime: Runtime) -> str:
     return runtime.describe()
 
 
-async def _store(store: StateStore) -> str:
-    """Opened, asked to answer, closed: nothing written."""
+async def _store(settings: CoreSettings, store: StateStore) -> str:
+    """Opened, asked to answer, closed: nothing written. A SQLite file not made yet is left
+    so (``slashgate serve`` makes it): its folder is checked instead.
+    """
+    if settings.store == "sqlite" and not (path := state_file(settings)).exists():
+        return _to_be_made(path)
     await store.open()
     try:
         await store.ping()
     finally:
         await store.close()
     return f"{store.kind} store answers"
+
+
+def _to_be_made(path: Path) -> str:
+    """That ``slashgate serve`` can make ``path`` (and its folders), without making them."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise NotReady(f"{path} cannot be made: {folder} is not writable")
+    return f"no state yet: {path} is made at the first start"

@@ -24,7 +24,8 @@ from gateway.validation import describe_validation_error
 
 from . import access_cli
 from .check import check, described
-from .config import ConfigError, load_settings, secret_variables
+from .config import ConfigError, add_source_arguments, load_settings, secret_variables
+from .envfile import chosen
 from .inventory import effective_inventory
 from .registry import settings_as
 from .server import Refused, StartError, serve
@@ -45,8 +46,9 @@ start:
                          {"conversation": "c1", "user": "me", "text": "/help"}
                          (its description: http://127.0.0.1:8080/openapi.json)
 settings:
-  a TOML file (--config FILE, or SLASHGATE_CONFIG), then SLASHGATE_<NAME> environment
-  variables, which win: [telegram] token = "..." in the file is SLASHGATE_TELEGRAM_TOKEN.
+  a TOML file (--config FILE, or SLASHGATE_CONFIG), then SLASHGATE_<NAME> variables in
+  .env (--env-file FILE), then in the environment, which wins: [telegram] token = "..."
+  in the file is SLASHGATE_TELEGRAM_TOKEN=... in .env or the environment.
   slashgate check validates them and reaches each platform and the runtime once.
 exit status:
   0 done, 1 cannot start or a check failed, 2 bad configuration"""
@@ -67,25 +69,25 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("serve", help="start the gateway (Ctrl-C stops it)")
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=_port, help="port to listen on (default 8080; 0 picks one)")
-    run.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    add_source_arguments(run)
     slack = commands.add_parser("slack", help="Slack channel tools")
     slack_commands = slack.add_subparsers(dest="slack_command", required=True)
     manifest = slack_commands.add_parser(
         "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
     )
-    manifest.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    add_source_arguments(manifest)
     discord_parser = commands.add_parser("discord", help="Discord channel tools")
     discord_commands = discord_parser.add_subparsers(dest="discord_command", required=True)
     sync = discord_commands.add_parser(
         "sync", help="publish the application commands for the effective inventory now"
     )
-    sync.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    add_source_arguments(sync)
     access_cli.add_parser(commands)
     verify = commands.add_parser(
         "check",
         help="validate the configuration and reach each platform and the runtime once",
     )
-    verify.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    add_source_arguments(verify)
     return parser
 
 
@@ -98,7 +100,10 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         return 0
     try:
         settings = load_settings(
-            args.config, host=getattr(args, "host", None), port=getattr(args, "port", None)
+            args.config,
+            chosen(args.env_file),
+            host=getattr(args, "host", None),
+            port=getattr(args, "port", None),
         )
         if args.command == "access":
             if mistake := access_cli.problem(args, settings):

@@ -1,5 +1,6 @@
 """The app's settings: the gateway's (``CoreSettings``) and every registered channel's, composed
-into one model, read from a TOML file, then ``SLASHGATE_*`` environment variables on top.
+into one model, read from a TOML file, then an env file's ``SLASHGATE_*`` variables
+(``slashgate.envfile``), then the environment's on top.
 
 Fields are flat so that each has one obvious environment name (``telegram_token`` ->
 ``SLASHGATE_TELEGRAM_TOKEN``). In the TOML file a section flattens into its fields:
@@ -8,13 +9,15 @@ Fields are flat so that each has one obvious environment name (``telegram_token`
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 import os
 import re
 import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, NamedTuple, get_origin
 
 from pydantic import ValidationError, create_model
 
@@ -22,7 +25,9 @@ from contract import Catalog
 from gateway.settings import ENV_PREFIX, CoreSettings, secret_names
 from gateway.validation import SettingsRule
 
+from .envfile import EnvFile, read_env_file
 from .registry import CHANNELS
+from .secret_files import SecretFile, read_secret
 from .spelling import spelling
 
 
@@ -43,7 +48,9 @@ Settings = _composed()
 # ``[telegram] token_file``: the Docker and Kubernetes secrets convention).
 SECRETS = secret_names(Settings)
 FILE_SUFFIX = "_file"
-MAX_SECRET_FILE = 64 * 1024  # bytes: a larger file is not a secret but a mistake
+# Where settings come from as variables, the first winning: the environment (named "") and the
+# env file (named "<path>: "); each as the prefix its variables are named with, and them.
+Layers = Sequence[tuple[str, Mapping[str, str]]]
 
 
 class ConfigError(ValueError):
@@ -54,6 +61,14 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--env-file``: where a command's settings come from."""
+    parser.add_argument("--config", help="TOML settings file (default: $SLASHGATE_CONFIG)")
+    parser.add_argument(
+        "--env-file", help="file of SLASHGATE_* variables (default: .env, when it is there)"
+    )
 
 
 def flatten_toml(data: dict[str, Any]) -> dict[str, Any]:
@@ -123,14 +138,14 @@ def _closest(name: str, known: list[str], form: str) -> str:
     return f"; did you mean {form.format(lowered[close[0]])}?" if close else ""
 
 
-def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+def check_environment(environ: Mapping[str, str]) -> None:
     """Refuse ``SLASHGATE_*`` variables that are no settings or not JSON of their shape."""
     problems = _environment_problems(environ)
     if problems:
         raise ConfigError(problems)
 
 
-def _environment_problems(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+def _environment_problems(environ: Mapping[str, str]) -> list[str]:
     """A line for each ``SLASHGATE_*`` variable that is no setting (with the closest name) and
     each list or table setting whose value is not JSON of that shape.
     """
@@ -154,7 +169,7 @@ def _environment_problems(environ: dict[str, str] | os._Environ[str]) -> list[st
     return problems
 
 
-def secret_variables(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+def secret_variables(environ: Mapping[str, str]) -> list[str]:
     """The variables of ``environ`` that give a secret setting, or the file holding one."""
     secret = {ENV_PREFIX + name.upper() for name in SECRETS}
     secret |= {_file_variable(name) for name in SECRETS}
@@ -166,75 +181,54 @@ def _file_variable(name: str) -> str:
     return ENV_PREFIX + (name + FILE_SUFFIX).upper()
 
 
-class SecretFile(str):
-    """A secret setting's file, as named (in the TOML file or the environment): read by
-    ``_read_secrets`` before the settings are validated.
-    """
-
-
-def _read_secret(name: str, path: str, named: str) -> tuple[Any, str | None]:
-    """(the value of secret setting ``name`` read from ``path``, None), or (None, the problem
-    in a line naming the file and the setting). The text without its trailing line breaks
-    (``echo`` writes one); a table setting (``acp_env``) is JSON there, as in its variable.
-    """
-    value, problem = _secret_text(path)
-    if value is not None and get_origin(Settings.model_fields[name].annotation) is dict:
-        try:
-            value = json.loads(value)
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            value, problem = None, 'not a table in JSON, e.g. {"KEY": "value"}'
-    return value, None if problem is None else f"{path}: {problem} (named by {named})"
-
-
-def _secret_text(path: str) -> tuple[str | None, str | None]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_SECRET_FILE + 1)
-    except FileNotFoundError:
-        return None, "no such file"
-    except OSError as exc:
-        return None, f"cannot read it: {exc.strerror or exc}"
-    if len(raw) > MAX_SECRET_FILE:
-        return None, f"over {MAX_SECRET_FILE // 1024} KiB: not a secret"
-    try:
-        text = raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        return None, "not UTF-8 text"
-    return (text, None) if text.strip() else (None, "empty")
-
-
 def _read_secrets(
-    values: dict[str, Any],
-    spelled: dict[str, str],
-    environ: dict[str, str] | os._Environ[str],
-    file: str,
+    values: dict[str, Any], spelled: dict[str, str], layers: Layers, file: str
 ) -> tuple[dict[str, Path], list[str]]:
-    """Replace each secret given as a file (``SecretFile`` in ``values``, or a
-    ``SLASHGATE_<NAME>_FILE`` variable, which wins) by what the file holds. Returns the files
-    read, by setting, and a line for each that cannot be.
+    """Replace each secret given as a file by what the file holds: as the first layer that
+    gives the secret says (``SLASHGATE_<NAME>_FILE``), else as the TOML file does
+    (``SecretFile`` in ``values``). Returns the files read, by setting, and a line for each
+    that cannot be.
     """
     problems: list[str] = []
     read: dict[str, Path] = {}
-    variables = {variable.upper(): variable for variable in environ}
     for name in SECRETS:
-        variable = variables.get(_file_variable(name))
-        if ENV_PREFIX + name.upper() in variables:
-            values.pop(name, None)  # the variable wins over the TOML file
-            continue
-        if variable is not None:
-            path, named = environ[variable], variable
-        elif isinstance(values.get(name), SecretFile):
+        given = _giver(name, layers)
+        if given is None and isinstance(values.get(name), SecretFile):
             path, named = str(values[name]), f"{file}: {spelled[name]}"
-        else:
+        elif given is None:
             continue
-        value, problem = _read_secret(name, path, named)
+        elif given.as_file:
+            path, named = given.variables[given.variable], given.where + given.variable
+        else:
+            if given.variables is layers[0][1]:  # the environment: pydantic-settings reads it
+                values.pop(name, None)
+            continue
+        table = get_origin(Settings.model_fields[name].annotation) is dict
+        value, problem = read_secret(path, named, table)
         if problem is not None:
             problems.append(problem)
         else:
             values[name], read[name] = value, Path(path)
     return read, problems
+
+
+class Given(NamedTuple):
+    """The variable that gives a setting, of the first layer that has one."""
+
+    where: str  # the layer's prefix: "" (the environment) or "<env file>: "
+    variables: Mapping[str, str]  # the layer's
+    variable: str  # as written: the setting's, or its file's (``_FILE``)
+    as_file: bool  # the variable names the file holding the value
+
+
+def _giver(name: str, layers: Layers) -> Given | None:
+    """The variable of the first layer that gives setting ``name``, as its value or its file."""
+    wanted = {ENV_PREFIX + name.upper(): False, _file_variable(name): True}
+    for where, variables in layers:
+        for variable in variables:
+            if variable.upper() in wanted:
+                return Given(where, variables, variable, wanted[variable.upper()])
+    return None
 
 
 def _json_problems(variable: str, value: str, name: str) -> list[str]:
@@ -271,28 +265,23 @@ def _read_toml(path: str | os.PathLike[str], named_by: str) -> dict[str, Any]:
         raise ConfigError([f"{path}:{line}:{column}: not valid TOML: {message}"]) from None
 
 
-def _named(
-    name: str, environ: dict[str, str] | os._Environ[str], file: str, spelled: dict[str, str]
-) -> str:
-    """A setting as the user gave it: its environment variable (which wins), or its key in the
-    file, or its own name.
+def _named(name: str, layers: Layers, file: str, spelled: dict[str, str]) -> str:
+    """A setting as the user gave it: its variable in the environment (which wins) or the env
+    file, or its key in the TOML file, or its own name.
     """
-    variable = ENV_PREFIX + name.upper()
-    given = [v for v in environ if v.upper() in (variable, variable + FILE_SUFFIX.upper())]
-    if given:
-        return given[0]
+    given = _giver(name, layers)
+    if given is not None:
+        return given.where + given.variable
     if name in spelled:
         return f"{file}: {spelled[name]}"
     return name
 
 
 def _validation_problems(
-    exc: ValidationError,
-    environ: dict[str, str] | os._Environ[str],
-    file: str | None,
-    spelled: dict[str, str],
+    exc: ValidationError, layers: Layers, file: str | None, spelled: dict[str, str]
 ) -> list[str]:
-    said = spelling(list(Settings.model_fields), environ, file, spelled)
+    given = [variable for _, environ in layers for variable in environ]
+    said = spelling(list(Settings.model_fields), given, file, spelled)
     problems = []
     for error in exc.errors():
         cause = (error.get("ctx") or {}).get("error")  # a validator's own ValueError
@@ -303,23 +292,67 @@ def _validation_problems(
         if not name:  # a rule over several settings: its message names them
             problems.append(message)
             continue
-        where = _named(str(name), environ, str(file), spelled) + "".join(f"[{p!r}]" for p in inside)
+        where = _named(str(name), layers, str(file), spelled) + "".join(f"[{p!r}]" for p in inside)
         # A table's own check names the key inside it: "[catalog] busy: ...".
         problems.append(f"{where}{' ' if where.endswith(']') and not inside else ': '}{message}")
     return problems
 
 
-def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any) -> CoreSettings:
-    """Settings from ``config`` (or ``SLASHGATE_CONFIG``), the environment, then overrides.
-    Every mistake, in the file or the environment, raises one ``ConfigError``.
+def _config_path(
+    config: str | os.PathLike[str] | None, layers: Layers
+) -> tuple[str | os.PathLike[str] | None, str]:
+    """The TOML file to read, and what named it: ``--config``, else ``SLASHGATE_CONFIG``."""
+    if config:
+        return config, "--config"
+    for where, environ in layers:
+        if environ.get("SLASHGATE_CONFIG"):
+            return environ["SLASHGATE_CONFIG"], where + "SLASHGATE_CONFIG"
+    return None, ""
+
+
+def _toml_in_clear(values: dict[str, Any], layers: Layers) -> tuple[str, ...]:
+    """The secrets the TOML file holds in clear (not as a file's path) and no variable gives."""
+    return tuple(
+        name
+        for name in SECRETS
+        if name in values
+        and not isinstance(values[name], SecretFile)
+        and _giver(name, layers) is None
+    )
+
+
+def _variables_in_clear(variables: Mapping[str, str], layers: Layers) -> tuple[str, ...]:
+    """The secrets a layer's ``variables`` give in clear (not as a file's path), where it wins."""
+    found = []
+    for name in SECRETS:
+        given = _giver(name, layers)
+        if given is not None and given.variables is variables and not given.as_file:
+            found.append(name)
+    return tuple(found)
+
+
+def load_settings(
+    config: str | os.PathLike[str] | None = None,
+    env_file: Path | None = None,
+    **overrides: Any,
+) -> CoreSettings:
+    """Settings from ``config`` (or ``SLASHGATE_CONFIG``), ``env_file``, the environment, then
+    overrides. Every mistake, in the files or the environment, raises one ``ConfigError``.
     """
     environ = os.environ
+    layers: list[tuple[str, Mapping[str, str]]] = [("", environ)]
     problems = _environment_problems(environ)
-    path = config or environ.get("SLASHGATE_CONFIG")
+    dotenv: EnvFile | None = None
+    if env_file is not None:
+        dotenv, problem = read_env_file(Settings, env_file)
+        problems += [problem] if problem else []
+    if dotenv is not None:
+        layers.append((f"{dotenv.path}: ", dotenv.variables))
+        problems += [f"{dotenv.path}: {p}" for p in _environment_problems(dotenv.variables)]
+    path, named_by = _config_path(config, layers)
     values: dict[str, Any] = {}
     spelled: dict[str, str] = {}
     if path:
-        named_by = "--config" if config else "SLASHGATE_CONFIG"
         try:
             values, spelled, file_problems = _flatten(_read_toml(path, named_by), str(path))
         except ConfigError as exc:
@@ -327,21 +360,23 @@ def load_settings(config: str | os.PathLike[str] | None = None, **overrides: Any
         problems += file_problems
     if problems:  # the values are not checked before the names are right
         raise ConfigError(problems)
-    in_clear = tuple(n for n in SECRETS if n in values and not isinstance(values[n], SecretFile))
-    secret_files, problems = _read_secrets(values, spelled, environ, str(path))
+    in_clear = {Path(path): _toml_in_clear(values, layers)} if path else {}
+    if dotenv is not None:
+        values.update(dotenv.settings(Settings))  # over the TOML file's
+        in_clear[dotenv.path] = _variables_in_clear(dotenv.variables, layers)
+    secret_files, problems = _read_secrets(values, spelled, layers, str(path))
     if problems:
         raise ConfigError(problems)
     try:
         settings = Settings(**values)
     except ValidationError as exc:
-        problems = _validation_problems(exc, environ, str(path) if path else None, spelled)
+        problems = _validation_problems(exc, layers, str(path) if path else None, spelled)
         raise ConfigError(problems) from None
-    named = {name: _named(name, environ, str(path), spelled) for name in Settings.model_fields}
+    named = {name: _named(name, layers, str(path), spelled) for name in Settings.model_fields}
     settings._named = {name: said for name, said in named.items() if said != name}
     settings._config_file = Path(path) if path else None
-    settings._secrets_in_config = tuple(
-        n for n in in_clear if n in values and n not in secret_files
-    )
+    settings._env_file = dotenv.path if dotenv is not None else None
+    settings._secrets_in_clear = {file: names for file, names in in_clear.items() if names}
     settings._secret_files = secret_files
     if overrides:  # command-line flags win over the environment
         settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})

@@ -1,4 +1,4 @@
-"""The HTTP API answers only its own pages and clients (docs/decisions.md, "A hostile web
+"""The HTTP API answers only its own pages and clients (docs/internals/decisions.md, "A hostile web
 page"). Before any route but those a platform signs (the channels that are ``signed``:
 Telegram, Slack, Discord, which check their own secrets) runs, the server's middleware asks:
 

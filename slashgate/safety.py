@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from gateway.settings import CoreSettings
+from gateway.state import state_file
 
 AGENT_RUNTIMES = ("acp", "pi")  # the runtimes that start an agent process on this machine
 
@@ -55,9 +56,9 @@ def _agent(settings: CoreSettings, runtime: str) -> list[str]:
 
 def _gateway_files(settings: CoreSettings) -> list[Path]:
     """The gateway's own files: its settings, its state, the files its secrets come from."""
-    files = [settings._config_file] if settings._config_file is not None else []
+    files = [f for f in (settings._config_file, settings._env_file) if f is not None]
     if settings.store == "sqlite":
-        files.append(settings.state_path)
+        files.append(state_file(settings))
     return files + list(settings._secret_files.values())
 
 
@@ -69,17 +70,16 @@ def _within(path: Path, folder: Path) -> bool:
 
 
 def _readable_secrets(settings: CoreSettings) -> list[str]:
-    """Secrets in files that other users may read: the settings file with secrets in clear,
-    and the secrets' own files.
+    """Secrets in files that other users may read: the settings file or the env file with
+    secrets in clear, and the secrets' own files.
     """
     found: list[str] = []
-    config = settings._config_file
-    if config is not None and settings._secrets_in_config and _others_read(config):
-        names = ", ".join(settings._secrets_in_config)
-        found.append(
-            f"{config} holds {names} and other users may read it: chmod 600 it, or give the "
-            "secrets as files of their own (SLASHGATE_<NAME>_FILE)"
-        )
+    for file, names in settings._secrets_in_clear.items():
+        if _others_read(file):
+            found.append(
+                f"{file} holds {', '.join(names)} and other users may read it: chmod 600 it, "
+                "or give the secrets as files of their own (SLASHGATE_<NAME>_FILE)"
+            )
     for name, path in settings._secret_files.items():
         if _others_read(path):
             found.append(f"{path} holds {name} and other users may read it: chmod 600 it")

@@ -25,6 +25,7 @@ from gateway.metrics import Metrics
 from gateway.runtimes import Runtime, build_runtime
 from gateway.runtimes.stdio import program
 from gateway.settings import CoreSettings
+from gateway.state import state_file, state_file_notice
 
 from . import probes
 from .guard import Guard
@@ -182,6 +183,8 @@ async def running(settings: CoreSettings, runtime: Runtime | None = None) -> Asy
             await gateway.start()
             log.info("runtime: %s", gateway.runtime.describe())
             log.info("store: %s", _describe_store(settings))
+            if notice := state_file_notice(settings):
+                log.warning("store: %s", notice)
             await runner.setup()
             site = web.TCPSite(runner, settings.host, settings.port)
             try:
@@ -258,7 +261,7 @@ def _warn_of_a_missing_agent(settings: CoreSettings) -> None:
 
 def _describe_store(settings: CoreSettings) -> str:
     if settings.store == "sqlite":
-        return f"sqlite ({settings.state_path})"
+        return f"sqlite ({state_file(settings)})"
     if settings.store == "redis":  # not the URL: it may hold a password
         return f"redis (shared by the replicas; this one is {settings.replica_id or 'unnamed'})"
     return f"memory (at most {settings.memory_store_size} keys, lost on restart)"

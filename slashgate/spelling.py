@@ -6,8 +6,7 @@ whoever set it in the TOML file.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from gateway.settings import ENV_PREFIX
@@ -16,14 +15,15 @@ from gateway.validation import Spelling
 
 def spelling(
     fields: Collection[str],
-    environ: dict[str, str] | os._Environ[str],
+    given: Iterable[str],
     file: str | None,
     spelled: dict[str, str],
 ) -> Spelling:
     """How to spell a setting of ``fields``: as the user gave it; else as they gave the others
     of its section (``telegram_*``); else in the file when they wrote settings there.
+    ``given``: the variables set (in the environment or the env file).
     """
-    variables = {variable.upper() for variable in environ}
+    variables = {variable.upper() for variable in given}
 
     def in_environment(name: str) -> bool:
         variable = ENV_PREFIX + name.upper()

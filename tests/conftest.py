@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -31,6 +32,15 @@ from tests.http import WORKSPACE
 pytest_plugins = ["tests.loop_watchdog", "pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_report_header() -> list[str]:
+    # slashgate reads .env where it starts, and many tests start it here (docs/testing.md).
+    if (ROOT / ".env").is_file():
+        return ["warning: .env in the repository: the gateways the tests start here read it"]
+    return []
+
+
 # The repository's own copy of the shared parity cases (tests/test_shared_copies.py).
 PARITY = ROOT / "tests" / "parity" / "cases.jsonl"
 
@@ -104,6 +114,14 @@ def make_settings(**overrides: Any) -> Settings:
 
 
 ServerFactory = Callable[..., AbstractAsyncContextManager[Running]]
+
+
+@pytest.fixture
+def no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``SLASHGATE_*`` variable of the developer's environment reaches ``load_settings``."""
+    for name in list(os.environ):
+        if name.upper().startswith("SLASHGATE_"):
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture

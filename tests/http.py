@@ -34,9 +34,11 @@ class Served:
 
 
 @asynccontextmanager
-async def serve_subprocess(*command: str, cwd: Path = ROOT, **env: str) -> AsyncIterator[Served]:
-    """``slashgate serve --port 0`` (or ``command --port 0``) with ``SLASHGATE_*`` settings
-    from ``env``; stopped with SIGTERM on exit.
+async def serve_subprocess(
+    *command: str, cwd: Path = ROOT, port: int = 0, **env: str
+) -> AsyncIterator[Served]:
+    """``slashgate serve --port 0`` (or ``command``; another ``port``) with ``SLASHGATE_*``
+    settings from ``env``; stopped with SIGTERM on exit.
     """
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     # Nothing carried between runs: a test that wants durable state names its own store.
@@ -44,7 +46,7 @@ async def serve_subprocess(*command: str, cwd: Path = ROOT, **env: str) -> Async
     clean["SLASHGATE_WORKSPACE"] = str(WORKSPACE)
     clean.update({f"SLASHGATE_{k.upper()}": v for k, v in env.items()})
     proc = await asyncio.create_subprocess_exec(
-        *(command or SERVE), "--port", "0",
+        *(command or SERVE), "--port", str(port),
         cwd=cwd, env=clean,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -21,11 +20,8 @@ def defaults() -> dict[str, object]:
     return {n: f.get_default(call_default_factory=True) for n, f in Settings.model_fields.items()}
 
 
-@pytest.fixture(autouse=True)
-def no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("SLASHGATE_"):
-            monkeypatch.delenv(name)
+# A developer's SLASHGATE_* variables would be read too.
+pytestmark = pytest.mark.usefixtures("no_settings_from_the_environment")
 
 
 def test_as_it_is_the_example_states_the_defaults() -> None:

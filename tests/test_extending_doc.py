@@ -71,8 +71,8 @@ async def test_the_example_runs_as_the_doc_says(how: str, tmp_path: Path) -> Non
         await check(served)
         served.process.send_signal(signal.SIGINT)  # Ctrl-C, as the README says
         assert await served.process.wait() == 0
-    assert "`slashgate-state.sqlite3` in the working directory" in DOC.read_text(encoding="utf-8")
-    assert (tmp_path / "slashgate-state.sqlite3").is_file()
+    assert "`.slashgate/state.sqlite3` in the working directory" in DOC.read_text(encoding="utf-8")
+    assert (tmp_path / ".slashgate" / "state.sqlite3").is_file()
 
 
 async def test_the_acp_agent_runs_with_the_command_the_doc_gives(tmp_path: Path) -> None:

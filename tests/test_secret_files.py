@@ -16,12 +16,8 @@ import pytest
 from slashgate.config import SECRETS, ConfigError, load_settings, secret_variables
 from tests.http import ROOT
 
-
-@pytest.fixture(autouse=True)
-def no_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("SLASHGATE_"):
-            monkeypatch.delenv(name)
+# A developer's SLASHGATE_* variables would be read too.
+pytestmark = pytest.mark.usefixtures("no_settings_from_the_environment")
 
 
 def secret(path: Path, text: str) -> Path:
@@ -68,13 +64,13 @@ def test_the_settings_file_may_name_a_secrets_file_and_the_variable_wins(
     assert settings.webhook_token is not None
     assert settings.webhook_token.get_secret_value() == "from-the-file-0123"
     assert settings.named("webhook_token") == f"{config}: [webhook] token_file"
-    assert settings._secrets_in_config == ("slack_bot_token", "slack_signing_secret")
+    assert settings._secrets_in_clear == {config: ("slack_bot_token", "slack_signing_secret")}
     monkeypatch.setenv("SLASHGATE_WEBHOOK_TOKEN_FILE", str(secret(tmp_path / "env", "env-0123")))
     monkeypatch.setenv("SLASHGATE_SLACK_BOT_TOKEN", "xoxb-from-the-environment")
     settings = load_settings(config)
     assert settings.webhook_token is not None
     assert settings.webhook_token.get_secret_value() == "env-0123"
-    assert settings._secrets_in_config == ("slack_signing_secret",)
+    assert settings._secrets_in_clear == {config: ("slack_signing_secret",)}
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,11 @@
-"""The API a composer uses: GET /v1/complete, POST /v1/classify, POST /v1/permissions/{id}."""
+"""The API a composer uses: GET /v1/complete, POST /v1/classify, POST /v1/permissions/{id},
+GET /v1/commands for one sender, GET /v1/agent.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import aiohttp
@@ -58,7 +61,7 @@ async def test_completion_follows_each_conversations_own_commands(
         }  # fmt: skip
 
         _, args = await call(http, "GET", url, params={"conversation": "c1", "text": "/echo "})
-        assert args["context"] == "arguments" and args["command"]["hint"] == "text"
+        assert args["context"] == "arguments" and args["command"]["hint"] == "<text>"
 
 
 async def test_classify_previews_what_messages_would_do_without_running_it(
@@ -145,6 +148,7 @@ async def test_a_webhook_client_answers_a_permission_request(gateway_server: Ser
         ("GET", "/v1/complete", {"params": {"cursor": "-1"}}, "cursor: Input should be"),
         ("GET", "/v1/complete", {"params": {"limit": "0"}}, "limit: Input should be"),
         ("GET", "/v1/complete", {"params": {"conversation": "c" * 300}}, "conversation:"),
+        ("GET", "/v1/commands", {"params": {"user": "u" * 300}}, "user: String should have"),
         ("POST", "/v1/classify", {"data": b"{nope", "headers": JSON_TYPE}, "not valid JSON"),
         ("POST", "/v1/classify", {"json": ["c", "/x"]}, "must be a JSON object"),
         ("POST", "/v1/classify", {"json": {"conversation": "c"}}, "text: Field required"),
@@ -170,6 +174,8 @@ async def test_bad_input_is_a_json_400(
 async def test_the_bearer_token_guards_every_route(gateway_server: ServerFactory) -> None:
     routes: list[tuple[str, str, dict[str, Any]]] = [
         ("GET", "/v1/complete?text=/e", {}),
+        ("GET", "/v1/commands?conversation=c&user=u", {}),
+        ("GET", "/v1/agent", {}),
         ("POST", "/v1/classify", {"json": {"conversation": "c", "text": "/echo"}}),
         ("POST", "/v1/permissions/r", {"json": {"conversation": "c", "option": None}}),
     ]
@@ -214,3 +220,43 @@ async def test_the_page_is_on_by_default_and_can_be_turned_off(
                 assert resp.status == 404  # the page has one address
             status, _ = await call(http, "GET", f"{server.url}/v1/complete?text=/")
             assert status == 200  # the API stays
+
+
+async def test_the_commands_for_one_sender_are_those_help_lists_to_them(
+    gateway_server: ServerFactory,
+) -> None:
+    """Owner-only commands (here /quickstart, and /new where the chat is not direct) are not
+    offered to someone else: not in /help, not in the web chat's suggestions.
+    """
+    owners = {"webhook_owners": ["ada"], "webhook_owner_commands": ["quick*"]}
+    async with gateway_server(**owners) as server, aiohttp.ClientSession() as http:
+
+        async def offered(user: str | None) -> list[str]:
+            params = {"conversation": "c1", **({"user": user} if user else {})}
+            status, body = await call(http, "GET", f"{server.url}/v1/commands", params=params)
+            assert status == 200
+            return [c["name"] for c in body["commands"]]
+
+        async def helped(user: str) -> list[str]:
+            message = {"conversation": "c1", "user": user, "text": "/help"}
+            _, body = await call(http, "POST", f"{server.url}/v1/messages", json=message)
+            return re.findall(r"^- `/([^` ]+)", body["reply"]["text"], re.MULTILINE)
+
+        everything = await offered(None)
+        assert {"new", "quickstart"} <= set(everything)
+        assert await offered("ada") == everything == await helped("ada")
+        guest = await offered("guest")
+        assert guest == [c for c in everything if c not in ("new", "quickstart")]
+        assert guest == await helped("guest")
+
+
+async def test_the_agent_is_named_for_a_greeting(gateway_server: ServerFactory) -> None:
+    async with gateway_server() as server, aiohttp.ClientSession() as http:
+        status, body = await call(http, "GET", f"{server.url}/v1/agent")
+    assert status == 200
+    assert body == {
+        "name": "demo",
+        "runtime": "embedded",
+        "version": None,
+        "description": "The demo entity: echo, slow, remember, forget, quickstart",
+    }

@@ -22,20 +22,30 @@ _URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 
 
 class DiscordSettings(access_settings("discord", IDS)):  # type: ignore[misc]
-    discord_token: SecretStr | None = None  # the bot token (Bot tab of the application)
-    discord_public_key: str | None = None  # General Information: verifies each interaction
+    discord_token: SecretStr | None = None
+    """The bot token (the application's Bot page); with the public key, turns the Discord
+    channel on."""
+    discord_public_key: str | None = None
+    """The application's public key (General Information, 64 hexadecimal characters): verifies
+    each interaction."""
     discord_api_base: str = "https://discord.com/api/v10"
+    """REST API base URL (tests point it at a fake)."""
     discord_umbrella_command: str = "agent"
-    # Publish the commands in these guilds (instant, for development) instead of globally.
-    discord_guild_ids: tuple[PositiveInt, ...] = ()  # snowflakes: never 0 or below
-    # Publish the command list at start and whenever the runtime's changes (bulk overwrite,
-    # only when it differs from what Discord has); off: only `slashgate discord sync` does.
+    """The command that takes any command as text: `/agent command:deploy prod`."""
+    discord_guild_ids: tuple[PositiveInt, ...] = ()
+    """Publish the commands in these servers (instantly, for development) instead of
+    globally."""
+    # A bulk overwrite, only when the list differs from what Discord has.
     discord_sync_commands: bool = True
-    # Seconds between two edits of a streamed reply (Discord allows about 5 per 5 seconds).
+    """Publish the command list at start and whenever it changes; `false`: only `slashgate
+    discord sync` does."""
+    # Discord allows about 5 edits per 5 seconds.
     discord_edit_interval: float = Field(1.0, gt=0, allow_inf_nan=False)
-    # Also answer DMs and messages that mention the bot, over Discord's Gateway connection (a
-    # WebSocket, intents DM_MESSAGES and GUILD_MESSAGES; no privileged intent).
+    """Seconds between two edits of a streamed reply."""
+    # Intents DM_MESSAGES and GUILD_MESSAGES; no privileged intent.
     discord_gateway: bool = False
+    """Also answer direct messages and mentions of the bot, over Discord's Gateway connection
+    (a WebSocket)."""
 
     @model_validator(mode="after")
     def _discord_is_wholly_set(self) -> Self:

@@ -21,14 +21,24 @@ _NEEDED = ("slack_bot_token", "slack_signing_secret")
 
 class SlackSettings(access_settings("slack", IDS)):  # type: ignore[misc]
     slack_bot_token: SecretStr | None = None
+    """The Bot User OAuth Token (`xoxb-...`); with the signing secret, turns the Slack channel
+    on."""
     slack_signing_secret: SecretStr | None = None
+    """The app's Signing Secret (Basic Information): verifies each request from Slack."""
     slack_app_token: SecretStr | None = None
+    """Socket Mode instead of HTTP (no public URL needed): the app-level token (`xapp-...`)."""
     slack_api_base: str = "https://slack.com/api/"
+    """Web API base URL (tests point it at a fake)."""
     slack_umbrella_command: str = "agent"
-    slack_public_url: str | None = None  # the gateway's public base URL, for the manifest
-    # Outbound rate limits (docs/rate-limits.md), Slack's published figures; 0: no limit.
-    slack_rate_channel: Rate = 1.0  # messages a second in one channel
-    slack_rate_update: Rate = 50.0  # chat.update a minute (Tier 3), all channels
+    """The command that takes any command as text: `/agent deploy prod`."""
+    slack_public_url: str | None = None
+    """The gateway's public `https://` URL, for `slashgate slack manifest` in HTTP mode."""
+    # Outbound rate limits (docs/rate-limits.md), Slack's published figures.
+    slack_rate_channel: Rate = 1.0
+    """Messages a second in one channel; 0: no limit."""
+    slack_rate_update: Rate = 50.0
+    """`chat.update` calls a minute for the workspace (Tier 3; shared by replicas on Redis); 0:
+    no limit."""
 
     @model_validator(mode="after")
     def _slack_is_wholly_set(self) -> Self:

@@ -133,7 +133,7 @@ async def persistently(send: Callable[[], Awaitable[T]]) -> T:
     """Call ``send``; after a transient failure, call it again within the bounds of ``RETRY``.
     For what the user must get. A network error after the request went out can hide a
     request that went through: Telegram has no idempotency key, and a repeated message beats
-    a missing one (docs/decisions.md).
+    a missing one (docs/internals/decisions.md).
     """
     return await retrying(send, transient, RETRY)
 

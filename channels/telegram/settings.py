@@ -22,17 +22,32 @@ _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # Telegram's rule for setWebhook'
 
 class TelegramSettings(access_settings("telegram", IDS)):  # type: ignore[misc]
     telegram_token: SecretStr | None = None
+    """The bot token from @BotFather; setting it turns the Telegram channel on."""
     telegram_secret: SecretStr | None = None
+    """Webhook mode: the `secret_token` Telegram sends back with each update (16-256 of
+    `A-Z a-z 0-9 _ -`); required with a token in webhook mode."""
     telegram_mode: Literal["webhook", "polling"] = "webhook"
+    """`webhook` (Telegram posts to `/telegram/webhook`) or `polling` (no public URL needed;
+    removes the bot's webhook)."""
     telegram_api_base: str = "https://api.telegram.org"
+    """Bot API base URL, for a self-hosted Bot API server."""
     telegram_group_text: Literal["mention", "all"] = "mention"
-    telegram_webhook_url: str | None = None  # public URL of /telegram/webhook, set at start
-    telegram_edit_interval: float = Field(1.0, gt=0)  # seconds between edits of one chat
-    telegram_media_group_wait: float = Field(1.0, ge=0)  # seconds an album waits for its items
-    # Outbound rate limits (docs/rate-limits.md), Telegram's published figures; 0: no limit.
-    telegram_rate_global: Rate = 30.0  # messages a second, the whole bot
-    telegram_rate_private: Rate = 1.0  # messages a second in one private chat
-    telegram_rate_group: Rate = 20.0  # messages a minute in one group
+    """Plain text in groups: `mention` (only when the bot is mentioned or replied to) or
+    `all`."""
+    telegram_webhook_url: str | None = None
+    """Webhook mode: the public `https://` URL of `/telegram/webhook`; when set, `setWebhook`
+    runs at start."""
+    telegram_edit_interval: float = Field(1.0, gt=0)
+    """Seconds between edits of a streamed reply in one chat."""
+    telegram_media_group_wait: float = Field(1.0, ge=0)
+    """Seconds an album waits for its next item before it goes as one message."""
+    # Outbound rate limits (docs/rate-limits.md), Telegram's published figures.
+    telegram_rate_global: Rate = 30.0
+    """Messages a second for the whole bot (shared by replicas on Redis); 0: no limit."""
+    telegram_rate_private: Rate = 1.0
+    """Messages a second in one private chat; 0: no limit."""
+    telegram_rate_group: Rate = 20.0
+    """Messages a minute in one group; 0: no limit."""
 
     @field_validator("telegram_secret")
     @classmethod

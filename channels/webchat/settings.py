@@ -6,8 +6,9 @@ from gateway.settings import CoreSettings
 
 
 class WebchatSettings(CoreSettings):
-    # the page at /chat (it talks to the webhook's /v1 API)
+    # It talks to the webhook's /v1 API.
     webchat: bool = True
+    """Serve the web chat page at `/chat`."""
 
 
 def enabled(settings: WebchatSettings) -> bool:

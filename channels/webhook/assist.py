@@ -1,5 +1,6 @@
-"""The routes a composer uses beside ``POST /v1/messages``: the commands, completion at the
-cursor, a classification without a run, and the answer to a permission request.
+"""The routes a composer uses beside ``POST /v1/messages``: the commands, the agent's name,
+completion at the cursor, a classification without a run, and the answer to a permission
+request.
 """
 
 from __future__ import annotations
@@ -12,23 +13,46 @@ from gateway.api import InboundMessage
 from .checks import Route, parse, validate
 from .errors import ApiError
 from .permissions import PermissionAnswer, answer
-from .wire import ClassifyIn, CompleteQuery, commands_body, completion_body, preview_body
+from .wire import (
+    ClassifyIn,
+    CommandsQuery,
+    CompleteQuery,
+    agent_body,
+    commands_body,
+    completion_body,
+    preview_body,
+)
+
+
+def _given(request: web.Request) -> dict[str, str]:
+    """The query's parameters; an empty one (``cursor=``) is the same as none."""
+    return {k: v for k, v in request.query.items() if v != ""}
 
 
 class Assist(Route):
     async def get_commands(self, request: web.Request) -> web.Response:
+        """The inventory; with ``user``, what ``/help`` would list to that sender."""
         self.authorize(request)
-        conversation = request.query.get("conversation")
-        commands = await self.gateway.commands(
-            self.name if conversation else None, conversation or None
-        )
+        query = validate(CommandsQuery, _given(request))
+        if query.user is not None:
+            sender = InboundMessage(self.name, query.conversation or "", query.user, "")
+            commands = await self.gateway.offered(sender)
+        else:
+            conversation = query.conversation
+            commands = await self.gateway.commands(
+                self.name if conversation else None, conversation
+            )
         return web.json_response(commands_body(commands, self.settings.interactive_only))
+
+    async def get_agent(self, request: web.Request) -> web.Response:
+        """Who answers: the runtime's agent, by name."""
+        self.authorize(request)
+        return web.json_response(agent_body(self.gateway.agent))
 
     async def get_complete(self, request: web.Request) -> web.Response:
         """What fits at the cursor: the conversation's commands, or reference prefixes."""
         self.authorize(request)
-        # An empty parameter (``cursor=``) is the same as none.
-        query = validate(CompleteQuery, {k: v for k, v in request.query.items() if v != ""})
+        query = validate(CompleteQuery, _given(request))
         conversation = query.conversation
         commands = await self.gateway.commands(self.name if conversation else None, conversation)
         try:

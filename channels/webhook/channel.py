@@ -30,6 +30,7 @@ class WebhookChannel(Channel[WebhookSettings]):
         app[ERROR_ANSWERS].append(json_errors)
         app.router.add_post("/v1/messages", self.messages.post)
         app.router.add_get("/v1/commands", self.assist.get_commands)
+        app.router.add_get("/v1/agent", self.assist.get_agent)
         app.router.add_get("/v1/complete", self.assist.get_complete)
         app.router.add_post("/v1/classify", self.assist.post_classify)
         app.router.add_post("/v1/permissions/{request_id}", self.assist.post_permission)
@@ -38,7 +39,7 @@ class WebhookChannel(Channel[WebhookSettings]):
     def describe(self) -> str:
         auth = "bearer token" if self.bearer.token else "no auth"
         return (
-            "webhook (POST /v1/messages, GET /v1/commands, GET /v1/complete, "
+            "webhook (POST /v1/messages, GET /v1/commands, GET /v1/agent, GET /v1/complete, "
             f"POST /v1/classify, POST /v1/permissions; {auth})"
         )
 

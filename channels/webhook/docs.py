@@ -6,7 +6,7 @@ from channels.errors import ErrorOut
 from gateway.openapi import Body, Operation, Param, Response
 
 from .permissions import PermissionAnswer
-from .wire import SSE_EVENTS, ClassifyIn, CommandsOut, MessageIn, MessageOut
+from .wire import SSE_EVENTS, AgentOut, ClassifyIn, CommandsOut, MessageIn, MessageOut
 
 _ERROR = (Body(model=ErrorOut),)
 _OBJECT = (Body(schema={"type": "object"}),)
@@ -91,14 +91,32 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
             "/v1/commands",
             "The effective command inventory (of one conversation, when given)",
             "webhook",
-            {200: Response("The commands", (Body(model=CommandsOut),)), **refused},
+            {
+                200: Response("The commands", (Body(model=CommandsOut),)),
+                400: Response("A parameter too long", _ERROR),
+                **refused,
+            },
             params=(
                 Param(
                     "conversation",
                     "query",
                     "A conversation id: its dynamic commands are included",
                 ),
+                Param(
+                    "user",
+                    "query",
+                    "A sender: what they may not run (owner-only commands) is left out, as "
+                    "in /help",
+                ),
             ),
+            bearer=bearer,
+        ),
+        Operation(
+            "GET",
+            "/v1/agent",
+            "The agent behind the gateway: its name, runtime, version and description",
+            "webhook",
+            {200: Response("The agent", (Body(model=AgentOut),)), **refused},
             bearer=bearer,
         ),
         Operation(

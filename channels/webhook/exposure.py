@@ -2,7 +2,7 @@
 
 The ``/v1`` routes run the agent for whoever calls them. Served on a loopback address, only
 this machine can; anywhere else, without ``webhook_token``, anyone who reaches the port can
-(docs/decisions.md, "Secure defaults"). The address the server listens on decides. The one
+(docs/internals/decisions.md, "Secure defaults"). The address the server listens on decides. The one
 exception is a container whose port is published on the host's loopback (compose.yaml): it
 must listen on every interface of the container, and ``published_host`` says where the port
 really is. That is believed only where the gateway can tell it runs in a container, and even

@@ -19,7 +19,15 @@ from pydantic import (
 
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
-from gateway.api import Outcome, PermissionOption, PlanEntry, Reply, Status, UsageReported
+from gateway.api import (
+    AgentInfo,
+    Outcome,
+    PermissionOption,
+    PlanEntry,
+    Reply,
+    Status,
+    UsageReported,
+)
 from gateway.composer import message_json
 from gateway.validation import describe_validation_error as describe_errors
 
@@ -223,6 +231,33 @@ def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
         "forwarded": forwarded_body(outcome.forwarded),
         "reply": reply_body(outcome.reply),
     }
+
+
+class CommandsQuery(BaseModel):
+    """``GET /v1/commands`` query: ``user`` leaves out what that sender may not run."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation: str | None = Field(default=None, min_length=1, max_length=256)
+    user: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class AgentOut(BaseModel):
+    """``GET /v1/agent``: who answers, for a greeting."""
+
+    name: str = Field(description="The agent's (the bot's) own name")
+    runtime: str = Field(description="How the gateway reaches it: embedded, acp, pi, electric...")
+    version: str | None = Field(description="The version it gave, where it gives one")
+    description: str = Field(description="What it says of itself; empty when nothing")
+
+
+def agent_body(agent: AgentInfo) -> dict[str, Any]:
+    return AgentOut(
+        name=agent.name,
+        runtime=agent.runtime,
+        version=agent.version,
+        description=agent.description,
+    ).model_dump(mode="json")
 
 
 def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) -> dict[str, Any]:

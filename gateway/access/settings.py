@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import create_model, field_validator
+from pydantic import Field, create_model, field_validator
 
 from ..settings import CoreSettings
 
@@ -25,6 +25,21 @@ _CHOICES = {
     "group_members": (GROUP_MEMBERS, "anyone"),
 }
 _ID_LISTS = ("allow_users", "allow_groups", "owners")
+# Each field's description (docs/configuration.md), the same on every chat channel.
+_DESCRIPTIONS = {
+    "dm_policy": "Direct messages: `pairing` (a stranger gets a code to approve), `allowlist` "
+    "(strangers are ignored), `open` (anyone) or `disabled` (no one, owners included).",
+    "group_policy": "Groups: `allowlist` (listed and approved groups only), `open` (any group "
+    "the bot is in) or `disabled`.",
+    "group_members": "In an allowed group: `anyone` talks, or only allowed users and owners "
+    "(`allowlist`).",
+    "allow_users": "User ids allowed besides those approved at run time (`slashgate access`).",
+    "allow_groups": "Group ids allowed besides those approved at run time.",
+    "owners": "Owners' user ids: they alone run `/mode`, `/pair`, `/new` in groups and "
+    "`owner_commands`.",
+    "owner_commands": 'More owner-only commands, by name or pattern (`"skill:*"`).',
+}
+KEYS = tuple(_DESCRIPTIONS)  # each chat channel's access settings, without its prefix
 # By channel: what ``slashgate access`` checks an id against.
 IDS_OF: dict[str, Ids] = {}
 _COMMAND = re.compile(r"[A-Za-z0-9_*?:\[\]. -]{1,64}")
@@ -68,9 +83,12 @@ def access_settings(channel: str, ids: Ids) -> type[CoreSettings]:
                 raise ValueError(f"{item!r} is not a command name or pattern")
         return [item.lstrip("/").lower() for item in value]
 
-    fields: dict[str, Any] = {f"{channel}_{k}": (str, d) for k, (_, d) in _CHOICES.items()}
-    fields |= {f"{channel}_{name}": (list[str], []) for name in _ID_LISTS}
-    fields[f"{channel}_owner_commands"] = (list[str], [])
+    fields: dict[str, Any] = {
+        f"{channel}_{k}": (str, Field(d, description=_DESCRIPTIONS[k]))
+        for k, (_, d) in _CHOICES.items()
+    }
+    for name in KEYS[len(_CHOICES) :]:
+        fields[f"{channel}_{name}"] = (list[str], Field([], description=_DESCRIPTIONS[name]))
     # Validator names carry the channel: a model composed of several channels keeps each.
     validators: dict[str, Callable[..., Any]] = {
         f"_{channel}_access_choice": field_validator(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from contract import Command
 
 from .. import logs
 from ..inbound import InboundMessage
@@ -169,6 +172,10 @@ class Access:
         policy = self.policies.get(message.channel, _TOKEN_BASED)
         book = self.books.cached(message.channel) if policy.chat else EMPTY
         return policy.may_run(book, message, command)
+
+    def offered(self, message: InboundMessage, commands: Iterable[Command]) -> tuple[Command, ...]:
+        """``commands`` less those the sender may not run (what /help lists to them)."""
+        return tuple(c for c in commands if self.may_run(message, c.name))
 
     async def approve(self, channel: str, code: str) -> str:
         """``/pair CODE``: the reply's text."""

@@ -7,13 +7,21 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .base import Runtime, RuntimeSession, SessionInfo, Turn
+from .base import AgentInfo, Runtime, RuntimeSession, SessionInfo, Turn
 from .workspace import AgentUser
 
 if TYPE_CHECKING:
     from ..settings import CoreSettings
 
-__all__ = ["Runtime", "RuntimeSession", "SessionInfo", "Turn", "build_runtime", "load_runtime"]
+__all__ = [
+    "AgentInfo",
+    "Runtime",
+    "RuntimeSession",
+    "SessionInfo",
+    "Turn",
+    "build_runtime",
+    "load_runtime",
+]
 
 
 def build_runtime(settings: CoreSettings) -> Runtime:

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 UpdateListener = Callable[[SessionUpdated], None]
 
 
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """Who answers, as a person would call it: ``name`` (the bot's, the agent's own), the
+    kind of ``runtime`` it is reached through, and what it says of itself where it does.
+    """
+
+    name: str
+    runtime: str
+    version: str | None = None
+    description: str = ""
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -136,6 +148,10 @@ class Runtime(ABC):
 
     def observe_store(self, observe: StoreObserver) -> None:
         """Time the runtime's own durable state, if it keeps any (called before ``start``)."""
+
+    def agent_info(self) -> AgentInfo:
+        """The agent behind this runtime, for greetings (the web chat's first screen)."""
+        return AgentInfo(self.name, self.name)
 
     def describe(self) -> str:
         return self.name

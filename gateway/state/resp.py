@@ -4,7 +4,7 @@ Every command issued in one pass of the event loop goes out in one write, and th
 come back in order on the same connection (hiredis parses them): under load a turn's commands
 share their system calls with the other turns', and each costs a future and a few
 microseconds of Python instead of redis-py's layers (pool, retry, parser: about 125 us of
-CPU per command on the 2-core machine of docs/performance.md).
+CPU per command on the 2-core machine of docs/internals/performance.md).
 
 A caller cancelled while it waits leaves the command to run: its reply is read and dropped,
 so the connection stays in step (redis-py could swallow such a cancel, redis/redis-py#2028).

@@ -329,6 +329,13 @@ async def test_through_the_webhook_channel(tmp_path: Path, gateway_server: Any) 
             "category": None,
             "stop_reason": "end_turn",
         }
+        async with http.get(f"{server.url}/v1/agent") as response:  # as the agent calls itself
+            assert await response.json() == {
+                "name": "test-agent",
+                "runtime": "acp",
+                "version": "1.0",
+                "description": "",
+            }
 
 
 def test_an_empty_command_is_a_configuration_error() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.runtimes import build_runtime
+from gateway.runtimes import AgentInfo, build_runtime
 from gateway.runtimes.electric import ElectricRuntime
 from gateway.runtimes.electric.ids import MAX_ID, entity_id, escape, user_principal
 from slashgate.config import Settings, load_settings
@@ -21,6 +21,7 @@ def test_build_runtime_picks_electric():
     runtime = build_runtime(Settings(runtime="electric", electric_url="http://127.0.0.1:9/"))
     assert isinstance(runtime, ElectricRuntime)
     assert runtime.describe() == "electric (http://127.0.0.1:9, entity type assistant)"
+    assert runtime.agent_info() == AgentInfo("assistant", "electric")  # the greeting's name
 
 
 def test_credentials_in_the_url_are_not_shown():

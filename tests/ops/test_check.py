@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from gateway.state import SqliteStore
 from tests.http import ROOT, WORKSPACE
 from tests.slack.slack_fake import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, fake_slack
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -36,6 +37,9 @@ def write(path: Path, text: str, mode: int = 0o600) -> Path:
 
 
 async def test_every_part_is_reached_once_and_reported_on_one_line(tmp_path: Path) -> None:
+    made = SqliteStore(tmp_path / "state.sqlite3")  # as a first start leaves it
+    await made.open()
+    await made.close()
     async with FakeBotAPI() as telegram, fake_slack() as slack:
         config = write(
             tmp_path / "slashgate.toml",

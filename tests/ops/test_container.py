@@ -76,6 +76,10 @@ async def run_step(image: Image, step: str, env: dict[str, str]) -> None:
     argv = shlex.split(step)
     if argv[0] == "useradd":  # the user matters to the image only (asserted below)
         return
+    if argv[:3] == ["mkdir", "-m", "700"]:
+        for name in argv[3:]:
+            image.path(name).mkdir(mode=0o700)
+        return
     if argv[:2] == ["rm", "-rf"]:
         for name in argv[2:]:
             shutil.rmtree(image.path(name))
@@ -151,6 +155,7 @@ async def base_image(tmp_path: Path) -> Image:
     assert image.user != "root"
     assert image.command[:4] == ["slashgate", "serve", "--host", "0.0.0.0"]
     assert not (image.fs / "src").exists()  # the source tree is gone; the wheel is installed
+    assert image.path(".slashgate").stat().st_mode & 0o777 == 0o700  # the volume's owner
     for module in ("gateway", "slashgate"):  # the public API too (docs/extending.md)
         status, where = await run(
             image.python, "-c", f"import {module}; print({module}.__file__)",

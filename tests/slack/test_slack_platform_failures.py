@@ -86,7 +86,7 @@ async def test_a_call_that_times_out_is_made_again(gateway_server) -> None:
 async def test_an_answer_cut_off_after_the_post_went_through_repeats_the_message(
     gateway_server,
 ) -> None:
-    """The documented trade-off (docs/decisions.md): Slack has no idempotency key for
+    """The documented trade-off (docs/internals/decisions.md): Slack has no idempotency key for
     chat.postMessage, so a post whose answer was lost is sent again.
     """
     async with fake_slack() as fake, slack_gateway(gateway_server, fake) as h:

@@ -69,7 +69,7 @@ async def test_a_call_that_times_out_is_made_again(telegram: Start, fake: FakeBo
 async def test_an_answer_cut_off_after_the_send_went_through_repeats_the_message(
     telegram: Start, fake: FakeBotAPI
 ) -> None:
-    """The documented trade-off (docs/decisions.md): Telegram has no idempotency key, so a
+    """The documented trade-off (docs/internals/decisions.md): Telegram has no idempotency key, so a
     send whose answer was lost is sent again; a repeated message beats a missing one.
     """
     fake.fail("sendMessage", "cut")

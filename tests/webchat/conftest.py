@@ -7,6 +7,7 @@ the errors it raised; a test fails if the page fetched anything but the gateway 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,12 +43,34 @@ class Opened:
 
 
 OpenPage = Callable[..., Awaitable[Opened]]
+Shoot = Callable[[Page, str], Awaitable[None]]
+
+# The docs' pictures of the web chat are these tests' screenshots, written there only when
+# asked for (docs/testing.md), so that a test run leaves the tree as it was.
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_SCREENSHOTS = os.environ.get("SLASHGATE_DOCS_SCREENSHOTS") == "1"
 
 
 @pytest.fixture(scope="session")
 def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the tests keep their screenshots (pytest's temp folder, kept for a few runs)."""
     return tmp_path_factory.mktemp("webchat-screenshots", numbered=False)
+
+
+@pytest.fixture
+def shoot(screenshots: Path) -> Shoot:
+    """``await shoot(page, "name.png")``: a screenshot kept with the others, and written to
+    docs/images/ too when ``SLASHGATE_DOCS_SCREENSHOTS=1``.
+    """
+
+    async def shoot_(page: Page, name: str) -> None:
+        path = screenshots / name
+        await page.screenshot(path=path)
+        if DOCS_SCREENSHOTS:
+            DOCS_IMAGES.mkdir(exist_ok=True)
+            shutil.copyfile(path, DOCS_IMAGES / name)
+
+    return shoot_
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from .conftest import OpenPage
 HEADER, CASES = load_parity()
 REJECTED = ("invalid", "unsupported", "interactive_only")
 # The web chat, like the webhook, has no bot username: "/x@other_bot" is simply "/x" there
-# (docs/decisions.md), so only Telegram can tell the input is for another bot.
+# (docs/internals/decisions.md), so only Telegram can tell the input is for another bot.
 BOT_ONLY = {"for_other_bot"}
 
 

@@ -8,6 +8,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const log = $("log");
+  const scroller = $("scroller");
+  const welcome = $("welcome");
+  const nameInput = $("conversation-name");
   const input = $("input");
   const menu = $("menu");
   const hint = $("hint");
@@ -39,7 +42,6 @@
 
   let conversation = stored(KEYS.conversation, () => randomId("web-"));
   const user = stored(KEYS.user, () => randomId("browser-"));
-  $("conversation").textContent = conversation;
 
   // -- the /v1 API --------------------------------------------------------------------------
 
@@ -99,6 +101,8 @@
     tokenForm.hidden = true;
     input.focus();
     refresh();
+    greet();
+    suggest();
   });
 
   // -- safe Markdown: a small subset, built as DOM nodes from text ---------------------------
@@ -177,6 +181,10 @@
     check: /^\[([ xX])\]\s+(.*)$/,
   };
 
+  const continues = (line) =>
+    /^\s+\S/.test(line) && !BLOCKS.fence.test(line) && !BLOCKS.quote.test(line) &&
+    !BLOCKS.bullet.test(line) && !BLOCKS.number.test(line);
+
   function renderMarkdown(source) {
     const out = document.createDocumentFragment();
     const all = source.split("\n");
@@ -227,6 +235,9 @@
             li.append(check[1] === " " ? "☐ " : "☑ ");
             item = check[2];
           }
+          // Indented lines that start no block of their own go on with the item: its text
+          // wrapped in the source (a soft break, as in Markdown).
+          while (i < all.length && continues(all[i])) item += " " + all[i++].trim();
           inline(item, li);
           list.append(li);
         }
@@ -274,7 +285,7 @@
   }
 
   function scrollDown() {
-    log.scrollTop = log.scrollHeight;
+    scroller.scrollTop = scroller.scrollHeight;
   }
 
   class Turn {
@@ -295,6 +306,7 @@
       this.agentEl.append(this.badge, this.cardsEl, this.body, this.footer);
       this.el.append(this.userEl, this.agentEl);
       log.append(this.el);
+      welcome.hidden = true;
       scrollDown();
     }
 
@@ -508,6 +520,7 @@
   // -- sending: POST /v1/messages as server-sent events ---------------------------------------
 
   async function send(text, control) {
+    if (!control && !localStorage.getItem(nameKey())) nameAfter(text);
     const turn = new Turn(text, control);
     turns.push(turn);
     turn.setState("sending", "sending…");
@@ -643,7 +656,7 @@
   }
 
   function showHint(item) {
-    if (!item || item.kind !== "command") {
+    if (!item || (item.kind && item.kind !== "command")) {
       hint.textContent = "";
       return;
     }
@@ -778,18 +791,129 @@
   });
   $("new-conversation").addEventListener("click", () => {
     localStorage.removeItem(historyKey());
+    localStorage.removeItem(nameKey());
     conversation = randomId("web-");
     localStorage.setItem(KEYS.conversation, conversation);
-    $("conversation").textContent = conversation;
+    showName();
     log.replaceChildren();
+    welcome.hidden = false;
+    suggest();
     input.focus();
   });
 
+  // -- the conversation's name: kept in this browser, named after its first message --------
+
+  const NAME_LENGTH = 40;
+  const nameKey = () => "slashgate.name." + conversation;
+
+  function showName() {
+    nameInput.value = localStorage.getItem(nameKey()) || "";
+  }
+
+  function keepName(text) {
+    try {
+      if (text) localStorage.setItem(nameKey(), text);
+      else localStorage.removeItem(nameKey()); // the placeholder shows: "New conversation"
+    } catch (_) {
+      // storage full or refused: the name is just not kept
+    }
+    showName();
+  }
+
+  // The first words of a message, cut at a word where it is long.
+  function nameAfter(text) {
+    let name = text.replace(/\s+/g, " ").trim();
+    if (name.length > NAME_LENGTH) {
+      const cut = name.slice(0, NAME_LENGTH);
+      const space = cut.lastIndexOf(" ");
+      name = (space > NAME_LENGTH / 2 ? cut.slice(0, space) : cut) + "…";
+    }
+    keepName(name);
+  }
+
+  nameInput.addEventListener("change", () => keepName(nameInput.value.replace(/\s+/g, " ").trim()));
+  nameInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      input.focus(); // the name is kept as the field loses the focus
+    } else if (event.key === "Escape") {
+      showName(); // as it was
+      input.focus();
+    }
+  });
+
+  // -- the first screen: who answers, and commands to try -----------------------------------
+
+  const SUGGESTED = 4;
+  const takesNothing = (command) => !command.hint && !(command.arguments && command.arguments.length);
+
+  async function greet() {
+    let agent;
+    try {
+      agent = await getJSON("/v1/agent");
+    } catch (_) {
+      return; // the plain "Hello!" stays
+    }
+    const name = element("strong", "", agent.name);
+    name.id = "agent-name";
+    $("greeting").replaceChildren("Hello! You are talking to ", name, ".");
+    const about = $("about");
+    const runtime = agent.runtime + " runtime" + (agent.version ? ", version " + agent.version : "");
+    about.textContent = agent.description ? agent.description + " (" + runtime + ")" : runtime;
+    about.hidden = false;
+    input.placeholder = "Message " + agent.name + ", or / for commands";
+  }
+
+  // /help first, then the agent's own: those that run as they are before those that need
+  // arguments (a click sends the first kind, and puts the second in the composer).
+  function pick(commands, interactiveOnly) {
+    const tui = new Set(interactiveOnly.map((name) => name.toLowerCase()));
+    const help = commands.filter((c) => c.source === "gateway" && c.name === "help");
+    const agent = commands.filter((c) => c.source !== "gateway" && !tui.has(c.name.toLowerCase()));
+    return help.concat(agent.filter(takesNothing), agent.filter((c) => !takesNothing(c))).slice(0, SUGGESTED);
+  }
+
+  function suggestion(command) {
+    const button = element("button", "suggestion");
+    button.type = "button";
+    button.append(element("span", "name", "/" + command.name));
+    if (command.hint) button.append(element("span", "arg", usage(command.hint)));
+    if (command.description) button.append(element("span", "desc", command.description));
+    button.addEventListener("click", () => {
+      if (takesNothing(command)) {
+        send("/" + command.name, false);
+      } else {
+        input.value = "/" + command.name + " ";
+        input.setSelectionRange(input.value.length, input.value.length);
+        showHint(command);
+        edited();
+      }
+      input.focus();
+    });
+    const li = element("li");
+    li.append(button);
+    return li;
+  }
+
+  // What /help lists to this browser's user in this conversation (the request also opens
+  // the session, and tells early whether the server wants a token).
+  async function suggest() {
+    const asked = conversation;
+    let answer;
+    try {
+      answer = await getJSON("/v1/commands?" + new URLSearchParams({ conversation, user }));
+    } catch (_) {
+      return;
+    }
+    if (asked !== conversation) return; // a newer conversation asks for itself
+    $("suggestions").replaceChildren(...pick(answer.commands, answer.interactive_only).map(suggestion));
+  }
+
+  showName();
   for (const entry of history()) Turn.restore(entry);
   // Focused here, not by autofocus: that can focus the composer before this script has run,
   // and what was typed then got no completion and no notice.
   input.focus();
-
-  // Learn early whether the server wants a token (the request also opens the session).
-  getJSON("/v1/commands?" + new URLSearchParams({ conversation })).catch(() => {});
+  greet();
+  suggest();
 })();

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from ...state import StateStore
-from ..base import Runtime, RuntimeSession, UpdateListener
+from ..base import AgentInfo, Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
 from ..workspace import AgentPlace, AgentUser
@@ -66,6 +66,12 @@ class AcpRuntime(Runtime):
             # Not fatal here: the first turn retries and reports the failure to the user.
             log.warning("could not open an ACP session for %s", key, exc_info=True)
         return session
+
+    def agent_info(self) -> AgentInfo:
+        info = self.agent.info
+        if info is None:  # not started yet: the program's name
+            return AgentInfo(Path(self.agent.command[0]).name, self.name)
+        return AgentInfo(info.title or info.name, self.name, info.version)
 
     def describe(self) -> str:
         info = self.agent.info

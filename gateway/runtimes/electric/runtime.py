@@ -13,7 +13,7 @@ from ...events import SessionUpdated
 from ...metrics import StoreObserver
 from ...settings import CoreSettings
 from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
-from ..base import Runtime, RuntimeSession, UpdateListener
+from ..base import AgentInfo, Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
 from .failures import StreamFailures
 from .host import Declares
@@ -134,6 +134,9 @@ class ElectricRuntime(Runtime):
                 exc,
             )
         return None
+
+    def agent_info(self) -> AgentInfo:
+        return AgentInfo(self.entity_type, self.name)
 
     def describe(self) -> str:
         return f"electric ({self.client.shown}, entity type {self.entity_type})"

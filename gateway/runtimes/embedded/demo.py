@@ -42,13 +42,13 @@ async def say_remembered(ctx: Context) -> None:
 def demo_bot() -> Bot:
     bot = Bot("demo", description="The demo entity: echo, slow, remember, forget, quickstart")
 
-    @bot.command("echo", description="Reply with exactly the given text", hint="text")
+    @bot.command("echo", description="Reply with exactly the given text", hint="<text>")
     async def echo(ctx: Context) -> None:
         if not ctx.args:
             raise HandlerError("usage: /echo <text>")
         await ctx.reply(ctx.args)
 
-    @bot.command("slow", description="Stream one line a second, then finish", hint="seconds")
+    @bot.command("slow", description="Stream one line a second, then finish", hint="<seconds>")
     async def slow(ctx: Context) -> None:
         try:
             seconds = float(ctx.args or "3")
@@ -82,7 +82,7 @@ def demo_bot() -> Bot:
         remembered[name] = text
         await ctx.reply(f"Remembered /{name}.")
 
-    @bot.command("forget", description="Remove a remembered command", hint="name")
+    @bot.command("forget", description="Remove a remembered command", hint="<name>")
     async def forget(ctx: Context) -> None:
         name = ctx.args.lower()
         remembered: dict[str, str] = ctx.state.get("remembered", {})

@@ -24,7 +24,7 @@ from ...events import (
 )
 from ...offload import THRESHOLD, off_loop
 from ...state import StateStore, StoreUnavailable
-from ..base import Runtime, RuntimeSession, Turn, UpdateListener
+from ..base import AgentInfo, Runtime, RuntimeSession, Turn, UpdateListener
 from .entity import (
     EntityDefinition,
     HandlerContext,
@@ -333,6 +333,9 @@ class EmbeddedRuntime(Runtime):
 
     async def static_commands(self) -> tuple[Command, ...]:
         return self._registry().list()
+
+    def agent_info(self) -> AgentInfo:
+        return AgentInfo(self.definition.type, self.name, description=self.definition.description)
 
     def describe(self) -> str:
         return f"embedded ({self.definition.type})"
