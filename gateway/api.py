@@ -54,6 +54,7 @@ __all__ = [
     "Labeler",
     "Meter",
     "Outcome",
+    "OwnerOnly",
     "PermissionOption",
     "PermissionRequired",
     "PlanEntry",
@@ -101,10 +102,24 @@ class Meter(Protocol):
     def http_refused(self, reason: str) -> None: ...
 
 
+class OwnerOnly(Protocol):
+    """A channel's access policy, as its menus ask it."""
+
+    def owner_only(self, command: str, shared: bool) -> bool: ...
+
+
 class Admission(Protocol):
-    """The access policy as a channel asks it, before it fetches a message's files."""
+    """The access policy as a channel asks it: before it fetches a message's files, and for
+    what its menus and completions offer a sender.
+    """
 
     async def lets_talk(self, message: InboundMessage) -> bool: ...
+
+    async def is_owner(self, channel: str, user: str) -> bool: ...
+
+    def may_run(self, message: InboundMessage, command: str) -> bool: ...
+
+    def policy(self, channel: str) -> OwnerOnly: ...
 
 
 class GatewayAPI(Protocol):

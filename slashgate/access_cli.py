@@ -64,7 +64,8 @@ def problem(args: argparse.Namespace, settings: CoreSettings) -> str | None:
     id_ = getattr(args, "id", None)
     ids = IDS_OF[channel]
     if id_ is not None and not ids.pattern.fullmatch(id_):
-        return f"{id_!r} is not {ids.what}"
+        close = ids.closest(id_)
+        return f"{id_!r} is not {ids.what}" + (f"; did you mean {close!r}?" if close else "")
     return None
 
 

@@ -1,4 +1,6 @@
-"""A real ``redis-server`` for a test: its own free port, nothing saved, stopped afterwards."""
+"""A real ``redis-server`` for a test: its own free port, stopped afterwards; nothing saved
+unless it is ``persistent`` (the append-only file, as the deployment runs it, in its folder).
+"""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ def free_port() -> int:
 class RedisServer:
     port: int
     folder: Path
+    persistent: bool = False
     process: asyncio.subprocess.Process | None = None
     _drainer: asyncio.Task[None] | None = None
 
@@ -35,10 +38,12 @@ class RedisServer:
 
     async def start(self) -> None:
         assert REDIS is not None
+        appendonly = "yes" if self.persistent else "no"
         self.process = await asyncio.create_subprocess_exec(
             REDIS,
-            "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", str(self.folder), "--daemonize", "no", "--loglevel", "notice",
+            "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", appendonly, "--dir", str(self.folder), "--daemonize", "no",
+            "--loglevel", "notice",
             stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert self.process.stdout is not None
@@ -53,26 +58,33 @@ class RedisServer:
         while await self.process.stdout.readline():
             pass
 
-    async def stop(self) -> None:
+    async def stop(self, graceful: bool = False) -> None:
+        """SIGKILL; ``graceful``: SIGTERM, as an operator's restart (Redis writes out first)."""
         if self.process is not None and self.process.returncode is None:
-            self.process.kill()
+            if graceful:
+                self.process.terminate()
+            else:
+                self.process.kill()
             await self.process.wait()
+        if self._drainer is not None:
+            await self._drainer
+            self._drainer = None
         self.process = None
 
-    async def restart(self) -> None:
-        await self.stop()
+    async def restart(self, graceful: bool = False) -> None:
+        await self.stop(graceful)
         await self.start()
 
 
 @asynccontextmanager
-async def redis_server(folder: Path) -> AsyncIterator[RedisServer]:
-    server = RedisServer(free_port(), folder)
+async def redis_server(folder: Path, persistent: bool = False) -> AsyncIterator[RedisServer]:
+    server = RedisServer(free_port(), folder, persistent)
     try:
         await server.start()
     except RuntimeError:
         # The free port was taken before redis bound it (tests run at once): another one.
         await server.stop()
-        server = RedisServer(free_port(), folder)
+        server = RedisServer(free_port(), folder, persistent)
         await server.start()
     try:
         yield server

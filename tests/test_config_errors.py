@@ -167,6 +167,30 @@ MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
         'runtime = "claude"\n',
         [f'{FILE}: runtime: must be embedded, acp, pi, electric or "package'],
     ),
+    # Who may talk (docs/access.md): a policy, or an id, as near as it comes to a valid one.
+    (
+        {},
+        '[telegram]\ndm_policy = "pariing"\n',
+        [
+            f"{FILE}: [telegram] dm_policy: must be one of pairing, allowlist, open, disabled "
+            "(got 'pariing'); did you mean 'pairing'?"
+        ],
+    ),
+    (
+        {"SLASHGATE_TELEGRAM_OWNERS": '["@ada"]'},
+        "",
+        ["SLASHGATE_TELEGRAM_OWNERS: '@ada' is not a Telegram user or chat id (a whole number)"],
+    ),
+    (
+        {},
+        '[slack]\nallow_groups = ["<#C024BE91L|general>"]\nowners = ["u024be7lh"]\n',
+        [
+            f"{FILE}: [slack] allow_groups: '<#C024BE91L|general>' is not a Slack user, channel "
+            "or team id (e.g. U024BE7LH); did you mean 'C024BE91L'?",
+            f"{FILE}: [slack] owners: 'u024be7lh' is not a Slack user, channel or team id (e.g. "
+            "U024BE7LH); did you mean 'U024BE7LH'?",
+        ],
+    ),
     ({}, 'runtime = "no_such_module:bot"\n', ["runtime: cannot import no_such_module"]),
     ({}, 'runtime = "json:JSONDecoder"\n', ["runtime: json:JSONDecoder is a JSONDecoder, not a"]),
 ]

@@ -1,5 +1,7 @@
 """Autocomplete interactions answered from the contract's completion, as ``GET
-/v1/complete`` answers it: the conversation's commands, within Discord's 3 seconds.
+/v1/complete`` answers it: the conversation's commands, within Discord's 3 seconds. The
+choices are the asker's own: none for someone the access policy refuses, and no
+owner-only command for anyone but an owner (docs/access.md).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import asyncio
 from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
 
 from contract import Command, complete, utf16_prefix
-from gateway.api import GatewayAPI
+from gateway.api import GatewayAPI, InboundMessage
 
 from .commands import ARGUMENTS, TEXT, CommandLists
 from .wire import Called
@@ -45,7 +47,14 @@ class Completer:
         else:
             prefix = f"/{listing.original.get(name, name)} "
         text = prefix + value
-        known = await self._commands(asked.channel_id)
+        sender = _sender(self.channel, asked)
+        access = self.gateway.access
+        if not await access.lets_talk(sender):
+            return []  # someone the policy refuses learns nothing of the commands
+        # What the sender may not run is not offered (owner-only commands).
+        known = tuple(
+            c for c in await self._commands(asked.channel_id) if access.may_run(sender, c.name)
+        )
         completion = complete(text, None, known, self.interactive_only, MAX_CHOICES)
         start, end = utf16_prefix(text, completion.start), utf16_prefix(text, completion.end)
         found = []
@@ -67,3 +76,16 @@ class Completer:
             )
         except TimeoutError:  # the session is still opening: what everybody's menu has
             return await self.gateway.commands()
+
+
+def _sender(channel: str, asked: Called) -> InboundMessage:
+    """Who asks, and where, as the access policy reads an input (no text: nothing runs)."""
+    guild = asked.guild_id
+    return InboundMessage(
+        channel=channel,
+        conversation=asked.channel_id,
+        user=asked.user_id,
+        text="",
+        direct=guild is None,
+        groups=(asked.channel_id, guild) if guild else (asked.channel_id,),
+    )

@@ -14,7 +14,7 @@ import aiohttp
 import hikari
 
 from gateway.answering import handle_once
-from gateway.api import Attachment, Entry, GatewayAPI, InboundMessage, ReplySink
+from gateway.api import RESERVED, Attachment, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
 from gateway.tasks import BackgroundTasks
 
@@ -61,18 +61,20 @@ def _innermost(name: str, options: Sequence[Option]) -> tuple[str, Sequence[Opti
     return name, options
 
 
-def gateway_command(text: str, host: frozenset[str]) -> bool:
-    """Whether ``text`` is one of the gateway's commands (``host``: their names)."""
+def gateway_command(text: str) -> bool:
+    """Whether ``text`` is one of the gateway's commands (any of them: /mode and /pair too,
+    whether or not this conversation offers them).
+    """
     if not text.startswith("/"):
         return False
     first = text[1:].split(maxsplit=1)
-    return bool(first) and first[0].lower() in host
+    return bool(first) and first[0].lower() in RESERVED
 
 
 class Invocation:
     """A command interaction read as the contract reads input: its text, files and target."""
 
-    def __init__(self, called: Called, commands: CommandLists, host: frozenset[str]) -> None:
+    def __init__(self, called: Called, commands: CommandLists) -> None:
         name, given = _innermost(called.data.name, called.data.options or ())
         guild = int(called.guild_id) if called.guild_id else None
         listing = commands(called.channel_id, guild)
@@ -92,7 +94,7 @@ class Invocation:
             conversation=called.channel_id,
             user=called.user_id,
             # A host command's answer (/help, /status) is for the one who asked.
-            ephemeral=gateway_command(self.text, host),
+            ephemeral=gateway_command(self.text),
         )
         self.message_id = called.id
         self.conversation = self.target.conversation
@@ -125,11 +127,8 @@ class DiscordInputs:
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         self._tasks.spawn(work)
 
-    def _host(self) -> frozenset[str]:
-        return frozenset(c.name.lower() for c in self.gateway.host_commands())
-
     def read(self, called: Called) -> Invocation:
-        return Invocation(called, self.commands, self._host())
+        return Invocation(called, self.commands)
 
     async def accept(self, invocation: Invocation, payload: dict[str, Any]) -> bool:
         """Journal the interaction and run it in the background; False for a replay.
@@ -178,7 +177,7 @@ class DiscordInputs:
         )
         if not said.files:
             return message
-        if gateway_command(said.text, self._host()):
+        if gateway_command(said.text):
             named = tuple(Attachment(f.name, f.media_type, url=f.url) for f in said.files)
             return replace(message, attachments=named)
         if await self.gateway.access.lets_talk(message):

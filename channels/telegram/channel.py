@@ -30,7 +30,6 @@ from .addressing import Addressing
 from .delivery import Requests, Throttle
 from .files import TelegramFiles
 from .intake import Intake
-from .menu import Menu
 from .menus import Menus
 from .metering import Metered
 from .outbox import Outbox
@@ -79,7 +78,12 @@ class TelegramChannel(Channel[TelegramSettings]):
         )
         self.addressing = Addressing(settings.telegram_group_text)
         self.menu_debounce = MENU_DEBOUNCE
-        self.menus = Menus(self.bot, lambda: self.menu_debounce)
+        # The policy is configured once the channel is built: asked for at each change.
+        self.menus = Menus(
+            self.bot,
+            lambda: self.menu_debounce,
+            lambda name, shared: gateway.access.policy(self.name).owner_only(name, shared),
+        )
         files = TelegramFiles(self.bot, settings)
         self.updates = Updates(gateway, self.name, self.outbox, self.addressing, files, self.menus)
         self.intake = Intake(gateway, self.name, self.updates.route, MAX_IN_FLIGHT)
@@ -159,7 +163,7 @@ class TelegramChannel(Channel[TelegramSettings]):
         self.gateway.label(self.name, self.menu_name)
         menu = self.gateway.menu()
         if menu is not None:
-            self.menus.default.menu = Menu.build(menu)
+            self.menus.everyone_changed(menu, publish=False)
         if self.gateway.shared:  # replicas: whichever holds the lease does this part
             self._leading = asyncio.create_task(
                 self.gateway.lead("telegram:leader", self._elected, self._deposed)
@@ -170,7 +174,7 @@ class TelegramChannel(Channel[TelegramSettings]):
     async def _elected(self) -> None:
         self.leader = True
         if self.gateway.menu() is not None:  # None: the runtime has not answered yet
-            await self.menus.default.publish()
+            await self.menus.publish_everyone()
         if self.settings.telegram_mode == "polling":
             await self.polling.start()
         elif self.settings.telegram_webhook_url:
@@ -203,12 +207,8 @@ class TelegramChannel(Channel[TelegramSettings]):
         """The gateway's inventory listener: the default menu (not once stopping: the bot
         session is closing).
         """
-        if self._stopping:
-            return
-        if self.leader:
-            self.menus.default.update(inventory)
-        else:  # names typed back from the menu work on every replica
-            self.menus.default.menu = Menu.build(inventory)
+        if not self._stopping:
+            self.menus.everyone_changed(inventory, publish=self.leader)
 
     def menu_name(self, conversation: str, name: str) -> str | None:
         """How /help spells a command here: its menu name, which clients make tappable."""

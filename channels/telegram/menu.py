@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -64,6 +64,14 @@ class Menu:
         """Inventory name -> menu name, for the commands in the menu."""
         listed = {name for name, _ in self.commands}
         return {o: m for m, o in self.original.items() if m in listed}
+
+    def without(self, hidden: Callable[[str], bool]) -> tuple[tuple[str, str], ...]:
+        """The commands to publish less those ``hidden`` says (by inventory name): the names
+        stay those of the whole menu, so that a name means one command in every scope.
+        """
+        return tuple(
+            (name, text) for name, text in self.commands if not hidden(self.original[name])
+        )
 
     @classmethod
     def build(cls, inventory: Iterable[Command]) -> Menu:

@@ -70,6 +70,9 @@ class Updates:
             return
         inbound, sink = received
         try:
+            if inbound.direct:  # an owner's private chat offers every command
+                owner = await self.gateway.access.is_owner(self.channel, inbound.user)
+                self.menus.sender(message.chat.id, owner)
             if files and await self.gateway.access.lets_talk(inbound):  # not a stranger's
                 try:
                     inbound = replace(inbound, attachments=await self.files.fetch(files))

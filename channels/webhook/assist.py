@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from contract import complete
+from contract import Command, complete
 from gateway.api import InboundMessage
 
 from .checks import Route, parse, validate
@@ -24,24 +24,12 @@ from .wire import (
 )
 
 
-def _given(request: web.Request) -> dict[str, str]:
-    """The query's parameters; an empty one (``cursor=``) is the same as none."""
-    return {k: v for k, v in request.query.items() if v != ""}
-
-
 class Assist(Route):
     async def get_commands(self, request: web.Request) -> web.Response:
         """The inventory; with ``user``, what ``/help`` would list to that sender."""
         self.authorize(request)
         query = validate(CommandsQuery, _given(request))
-        if query.user is not None:
-            sender = InboundMessage(self.name, query.conversation or "", query.user, "")
-            commands = await self.gateway.offered(sender)
-        else:
-            conversation = query.conversation
-            commands = await self.gateway.commands(
-                self.name if conversation else None, conversation
-            )
+        commands = await self._offered(query)
         return web.json_response(commands_body(commands, self.settings.interactive_only))
 
     async def get_agent(self, request: web.Request) -> web.Response:
@@ -54,7 +42,7 @@ class Assist(Route):
         self.authorize(request)
         query = validate(CompleteQuery, _given(request))
         conversation = query.conversation
-        commands = await self.gateway.commands(self.name if conversation else None, conversation)
+        commands = await self._offered(query)
         try:
             completion = complete(
                 query.text, query.cursor, commands, self.settings.interactive_only, query.limit
@@ -62,6 +50,17 @@ class Assist(Route):
         except ValueError as exc:
             raise ApiError(400, "invalid_request", str(exc)) from None
         return web.json_response(completion_body(conversation, completion))
+
+    async def _offered(self, query: CommandsQuery) -> tuple[Command, ...]:
+        """The conversation's commands (without one, the menu); with ``user``, those they
+        may run (owner-only commands, where the webhook has owners).
+        """
+        conversation = query.conversation
+        if query.user is None:
+            return await self.gateway.commands(self.name if conversation else None, conversation)
+        return await self.gateway.offered(
+            InboundMessage(self.name, conversation or "", query.user, "")
+        )
 
     async def post_classify(self, request: web.Request) -> web.Response:
         """The classification and payload ``POST /v1/messages`` would give; nothing runs."""
@@ -76,3 +75,8 @@ class Assist(Route):
         body = parse(await self.read(request), PermissionAnswer)
         status, data = await answer(self.gateway, self.name, request.match_info["request_id"], body)
         return web.json_response(data, status=status)
+
+
+def _given(request: web.Request) -> dict[str, str]:
+    """The query's parameters; an empty one (``cursor=``) is the same as none."""
+    return {k: v for k, v in request.query.items() if v != ""}

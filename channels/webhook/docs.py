@@ -12,6 +12,12 @@ _ERROR = (Body(model=ErrorOut),)
 _OBJECT = (Body(schema={"type": "object"}),)
 _NOT_JSON = Response("A Content-Type other than application/json", _ERROR)
 _TEXT = {"type": "string"}
+_USER = Param(
+    "user",
+    "query",
+    "The user who asks (as in POST /v1/messages): owner-only commands are left out unless "
+    "they are one of webhook_owners",
+)
 # The fields of MessageIn as form fields, and files (each part with a filename is a file).
 _FORM = Body(
     "multipart/form-data",
@@ -102,12 +108,7 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
                     "query",
                     "A conversation id: its dynamic commands are included",
                 ),
-                Param(
-                    "user",
-                    "query",
-                    "A sender: what they may not run (owner-only commands) is left out, as "
-                    "in /help",
-                ),
+                _USER,
             ),
             bearer=bearer,
         ),
@@ -131,6 +132,7 @@ def operations(bearer: bool) -> tuple[Operation, ...]:
             },
             params=(
                 Param("conversation", "query", "Its dynamic commands are included"),
+                _USER,
                 Param("text", "query", "The composer's text"),
                 Param(
                     "cursor",

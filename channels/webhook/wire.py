@@ -233,15 +233,6 @@ def outcome_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
     }
 
 
-class CommandsQuery(BaseModel):
-    """``GET /v1/commands`` query: ``user`` leaves out what that sender may not run."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    conversation: str | None = Field(default=None, min_length=1, max_length=256)
-    user: str | None = Field(default=None, min_length=1, max_length=256)
-
-
 class AgentOut(BaseModel):
     """``GET /v1/agent``: who answers, for a greeting."""
 
@@ -266,12 +257,20 @@ def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) ->
     ).model_dump(mode="json")
 
 
-class CompleteQuery(BaseModel):
-    """``GET /v1/complete`` query: ``cursor`` in UTF-16 code units, the end when left out."""
+class CommandsQuery(BaseModel):
+    """``GET /v1/commands`` query: ``user``, whose owner-only commands are left out unless
+    they are an owner (docs/access.md).
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     conversation: str | None = Field(default=None, min_length=1, max_length=256)
+    user: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class CompleteQuery(CommandsQuery):
+    """``GET /v1/complete`` query: ``cursor`` in UTF-16 code units, the end when left out."""
+
     text: str = ""
     cursor: int | None = Field(default=None, ge=0)
     limit: int = Field(default=50, ge=1, le=200)

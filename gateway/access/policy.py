@@ -109,12 +109,18 @@ class Policy:
             return "member_not_allowed"
         return None
 
-    def may_run(self, book: Book, message: InboundMessage, command: str) -> bool:
-        """Whether ``message``'s sender may run ``command`` (its canonical name) here."""
+    def owner_only(self, command: str, shared: bool) -> bool:
+        """Whether only owners run ``command`` (its canonical name) in a conversation that
+        others share (``shared``) or not: what the menus hide from everyone else.
+        """
         name = command.lower()
-        restricted = (
+        return (
             name in OWNER_ONLY
-            or (name in SHARED_OWNER_ONLY and not message.direct)
+            or (shared and name in SHARED_OWNER_ONLY)
             or any(fnmatchcase(name, pattern) for pattern in self.owner_commands)
         )
+
+    def may_run(self, book: Book, message: InboundMessage, command: str) -> bool:
+        """Whether ``message``'s sender may run ``command`` (its canonical name) here."""
+        restricted = self.owner_only(command, not message.direct)
         return not restricted or self.is_owner(book, message.user)

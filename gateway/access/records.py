@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..state import StateStore, StoreUnavailable
+from ..state.base import KEPT
 from .book import Book
 
 T = TypeVar("T")
@@ -21,7 +22,7 @@ _POLL = 0.02
 
 
 def key(channel: str) -> str:
-    return f"access:{channel}"
+    return f"{KEPT}{channel}"  # never evicted by the store's bound on keys
 
 
 class Books:

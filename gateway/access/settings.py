@@ -43,6 +43,7 @@ KEYS = tuple(_DESCRIPTIONS)  # each chat channel's access settings, without its 
 # By channel: what ``slashgate access`` checks an id against.
 IDS_OF: dict[str, Ids] = {}
 _COMMAND = re.compile(r"[A-Za-z0-9_*?:\[\]. -]{1,64}")
+_MENTION = re.compile(r"<[@#!&]*([^|>]+)(?:\|[^>]*)?>")  # <@id>, <#id|name>, <@!id>
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,18 @@ class Ids:
 
     pattern: re.Pattern[str]
     what: str  # "a Telegram user or chat id (a whole number)"
+
+    def closest(self, text: str) -> str | None:
+        """The id a mistyped one most likely meant: the id in a mention as the platforms
+        write them (``<@U024BE7LH>``, ``<#C024BE91L|general>``), or upper-cased (Slack's
+        ids); None when nothing near is one.
+        """
+        mention = _MENTION.fullmatch(text)
+        bare = mention.group(1) if mention else text
+        for candidate in (bare, bare.upper()):
+            if candidate != text and self.pattern.fullmatch(candidate):
+                return candidate
+        return None
 
 
 def access_settings(channel: str, ids: Ids) -> type[CoreSettings]:
@@ -71,7 +84,9 @@ def access_settings(channel: str, ids: Ids) -> type[CoreSettings]:
         for item in value:
             text = str(item).strip() if isinstance(item, int | str) else None
             if isinstance(item, bool) or text is None or not ids.pattern.fullmatch(text):
-                raise ValueError(f"{item!r} is not {ids.what}")
+                close = ids.closest(text) if text is not None else None
+                hint = f"; did you mean {close!r}?" if close else ""
+                raise ValueError(f"{item!r} is not {ids.what}{hint}")
             found.append(text)
         return found
 

@@ -15,7 +15,7 @@ from .. import logs
 from ..inbound import InboundMessage
 from ..metrics import Metrics
 from ..settings import CoreSettings
-from ..state import StateStore
+from ..state import StateStore, StoreUnavailable
 from .book import CODE_TTL
 from .limits import Over, SenderLimits
 from .policy import Policy, Reason
@@ -166,6 +166,17 @@ class Access:
             f"answers with: slashgate access approve {channel} CODE (the first approved sender "
             "becomes the owner)"
         )
+
+    async def is_owner(self, channel: str, user: str) -> bool:
+        """Whether ``user`` owns ``channel`` (configured, or approved as one), from the book as
+        read within the second; the copy at hand while the store does not answer.
+        """
+        policy = self.policy(channel)
+        try:
+            book = await self.books.of(channel) if policy.chat else EMPTY
+        except StoreUnavailable:
+            book = EMPTY
+        return policy.is_owner(book, user)
 
     def may_run(self, message: InboundMessage, command: str) -> bool:
         """Whether the sender may run ``command`` here (owner-only commands)."""

@@ -3,7 +3,7 @@ gateway replicas share.
 
 Four kinds of state, each bounded:
 - key-value: namespaced string keys (``"<area>:<name>"``), JSON values (Electric's stream
-  positions, runtime session ids, dynamic commands);
+  positions, runtime session ids, dynamic commands, the access records: ``KEPT``);
 - claims: keys remembered for a while (``ttl`` seconds, at most ``max_claims`` of them), for
   deduplication of platform deliveries and Idempotency-Key answers;
 - the inbound journal: every accepted input until its reply is delivered, in arrival order;
@@ -26,6 +26,10 @@ from typing import Any, Literal
 from .. import jsonslices, offload
 
 EntryState = Literal["received", "running", "answered", "done"]  # "done": finished, gone
+# Keys under this prefix are the operator's decisions (who may talk, gateway/access), one per
+# chat channel: the bounds on the key-value space (memory_store_size, sqlite_state_size) never
+# evict them, or an approval would go the way of a forgotten conversation.
+KEPT = "access:"
 
 
 class StoreUnavailable(Exception):

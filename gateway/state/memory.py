@@ -7,12 +7,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from .base import Entry, Lease, StateStore, decode, encode
+from .base import KEPT, Entry, Lease, StateStore, decode, encode
 
 
 class MemoryStore(StateStore):
     """Holds at most ``max_items`` keys and ``max_claims`` claims, forgetting the least recently
-    used (keys) and the oldest (claims) beyond that.
+    used (keys) and the oldest (claims) beyond that; the ``KEPT`` keys are not counted.
     """
 
     kind = "memory"
@@ -23,6 +23,7 @@ class MemoryStore(StateStore):
         self.max_items = max_items
         self.max_claims = max_claims
         self._items: OrderedDict[str, str | bytes] = OrderedDict()
+        self._kept: dict[str, str | bytes] = {}  # KEPT keys: never forgotten for the bound
         # key -> (expiry, value)
         self._claims: OrderedDict[str, tuple[float, str | bytes]] = OrderedDict()
         self._journal: dict[str, str | bytes] = {}  # id -> encoded entry, in arrival order
@@ -33,18 +34,22 @@ class MemoryStore(StateStore):
     async def get(self, key: str) -> Any | None:
         raw = self._items.get(key)
         if raw is None:
-            return None
+            kept = self._kept.get(key)
+            return None if kept is None else json.loads(kept)
         self._items.move_to_end(key)
         return json.loads(raw)
 
     async def set(self, key: str, value: Any) -> None:
+        if key.startswith(KEPT):
+            self._kept[key] = encode(value)
+            return
         self._items[key] = encode(value)
         self._items.move_to_end(key)
         while len(self._items) > self.max_items:
             self._items.popitem(last=False)
 
     async def delete(self, key: str) -> bool:
-        return self._items.pop(key, None) is not None
+        return (self._items.pop(key, None) or self._kept.pop(key, None)) is not None
 
     # -- claims ----------------------------------------------------------------------------
 

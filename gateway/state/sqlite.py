@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .base import Entry, Lease, StateStore, StoreUnavailable, decode, encode
+from .base import KEPT, Entry, Lease, StateStore, StoreUnavailable, decode, encode
 from .commits import GroupCommit, Work
 from .private import private_file
 
@@ -190,10 +190,12 @@ class SqliteStore(StateStore):
         )
         self._keys_written += 1
         if self._keys_written % _PRUNE_EVERY == 0:  # a key per conversation: never unbounded
+            # The KEPT keys (the access records) are neither counted nor removed.
             db.execute(
-                "DELETE FROM state WHERE key IN (SELECT key FROM state ORDER BY used "
-                "LIMIT max(0, (SELECT count(*) FROM state) - ?))",
-                (self.max_keys,),
+                "DELETE FROM state WHERE key IN (SELECT key FROM state WHERE key NOT LIKE ?1 "
+                "ORDER BY used LIMIT max(0, (SELECT count(*) FROM state "
+                "WHERE key NOT LIKE ?1) - ?2))",
+                (KEPT + "%", self.max_keys),
             )
 
     async def delete(self, key: str) -> bool:

@@ -6,8 +6,10 @@ import asyncio
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from tests.conftest import ROOT
+from tests.conftest import ACCESS_DEFAULTS, ROOT
 
 
 @dataclass(frozen=True)
@@ -28,3 +30,12 @@ async def access(store: dict[str, str], *args: str) -> Said:
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return Said(process.returncode, out.decode(), err.decode())
+
+
+def stored(tmp_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The gateway's settings (the access defaults) and the CLI's environment for one SQLite
+    file.
+    """
+    path = str(tmp_path / "state.sqlite3")
+    gateway = {"store": "sqlite", "state_path": path, **ACCESS_DEFAULTS}
+    return gateway, {"SLASHGATE_STORE": "sqlite", "SLASHGATE_STATE_PATH": path}

@@ -38,7 +38,11 @@ class RecordingSession(RuntimeSession):
 class Recording(Runtime):
     name = "recording"
 
-    def __init__(self) -> None:
+    def __init__(
+        self, commands: tuple[Command, ...] = COMMANDS, modes: tuple[Mode, ...] = MODES
+    ) -> None:
+        self.commands = commands
+        self.modes = modes
         self.inputs: list[Turn] = []
         self.modes_set: list[str] = []
 
@@ -47,11 +51,11 @@ class Recording(Runtime):
         return [t.message.payload.source for t in self.inputs]
 
     async def open(self, key: str, updates: UpdateListener) -> RuntimeSession:
-        updates(SessionUpdated(commands=COMMANDS, modes=MODES, current_mode="ask"))
+        updates(SessionUpdated(commands=self.commands, modes=self.modes, current_mode="ask"))
         return RecordingSession(self)
 
     async def static_commands(self) -> tuple[Command, ...] | None:
-        return COMMANDS
+        return self.commands
 
 
 def pairing_code(text: str) -> str:

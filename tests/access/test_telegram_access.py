@@ -7,10 +7,12 @@ again. Groups must be listed; owners alone switch modes; a burst gets ``rate_lim
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
 
-from tests.access.cli import access
+from gateway.access import Book
+from tests.access.cli import access, stored
 from tests.access.recording import Recording, pairing_code
 from tests.conftest import ACCESS_DEFAULTS, make_settings
 from tests.telegram.fake_bot_api import FakeBotAPI
@@ -18,18 +20,12 @@ from tests.telegram.helpers import GROUP, PRIVATE, USER, Served, Start, message_
 from tests.telegram.test_attachments import file_update
 
 OTHER = 4242  # another user, in the group
+OWNER = 4343
 
 
 async def scrape(served: Served) -> str:
     async with served.http.get(served.server.url + "/metrics") as resp:
         return await resp.text()
-
-
-def stored(tmp_path: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    """The gateway's settings and the CLI's environment for one SQLite file."""
-    path = str(tmp_path / "state.sqlite3")
-    gateway = {"store": "sqlite", "state_path": path, **ACCESS_DEFAULTS}
-    return gateway, {"SLASHGATE_STORE": "sqlite", "SLASHGATE_STATE_PATH": path}
 
 
 async def test_a_stranger_is_paired_approved_while_running_and_revoked(
@@ -71,6 +67,15 @@ async def test_a_stranger_is_paired_approved_while_running_and_revoked(
         assert "owners: none" in listing.out
 
 
+def expire(served: Served, code: str) -> Awaitable[None]:
+    """Let an hour pass for ``code``: its request expired a second ago."""
+
+    def backdate(book: Book) -> None:
+        book.requests[code]["expires"] = time.time() - 1
+
+    return served.server.gateway.access.books.change("telegram", backdate)
+
+
 async def test_a_wrong_code_says_nothing_of_the_codes_that_exist(
     telegram: Start, fake: FakeBotAPI, tmp_path: Path
 ) -> None:
@@ -80,12 +85,49 @@ async def test_a_wrong_code_says_nothing_of_the_codes_that_exist(
         code = pairing_code(fake.messages(PRIVATE)[0].text)
         wrong = "ABCDEFGH" if code != "ABCDEFGH" else "HGFEDCBA"
         said = await access(cli, "approve", "telegram", wrong)
+        await expire(served, code)
+        expired = await access(cli, "approve", "telegram", code)
     assert (said.status, said.out.strip()) == (1, "telegram: no pairing request has that code")
+    assert expired.status == 1
+    assert expired.out.strip() == (
+        "telegram: that code expired; the sender gets a new one with their next message"
+    )
     unknown = await access(cli, "approve", "telegrm", code)
     assert unknown.status == 2
     assert "the chat channels are telegram, slack, discord" in unknown.err
     bad_id = await access(cli, "allow", "telegram", "@ada")
     assert (bad_id.status, "is not a Telegram user or chat id" in bad_id.err) == (2, True)
+
+
+async def test_an_owner_pairs_from_the_chat(telegram: Start, fake: FakeBotAPI) -> None:
+    runtime = Recording()
+    settings = {**ACCESS_DEFAULTS, "telegram_owners": [str(OWNER)]}
+    async with telegram(runtime, **settings) as served:
+
+        async def said(chat: int, text: str, user: int) -> str:
+            await served.deliver(message_update(chat, text, user_id=user))
+            return fake.messages(chat)[-1].text
+
+        old = pairing_code(await said(PRIVATE, "hello", USER))
+        await expire(served, old)
+        assert await said(OWNER, f"/pair {old}", OWNER) == (
+            "That pairing code expired: ask for a new one by sending the bot a message."
+        )
+        code = pairing_code(await said(PRIVATE, "hello again", USER))  # a new one
+        assert code != old
+        wrong = "ABCDEFGH" if code != "ABCDEFGH" else "HGFEDCBA"
+        assert await said(OWNER, f"/pair {wrong}", OWNER) == "No pairing request has that code."
+        stranger = await said(OTHER, f"/pair {code}", OTHER)  # a stranger's: their own code
+        assert pairing_code(stranger) != code
+        assert await said(OWNER, f"/pair {code.lower()}", OWNER) == (
+            f"Approved {USER}: they may talk to the bot now."
+        )
+        assert await said(OWNER, f"/pair {code}", OWNER) == f"{USER} was approved already."
+        assert await said(USER, "/pair ABCDEFGH", USER) == (
+            "Slash command /pair is not allowed for you here."
+        )
+        assert await said(PRIVATE, "/echo hi", USER) == "ran: /echo hi"
+    assert runtime.texts == ["/echo hi"]
 
 
 async def test_at_most_three_strangers_wait_and_the_rest_get_no_reply(

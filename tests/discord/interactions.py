@@ -77,14 +77,20 @@ def command(
     return interaction(2, data, **extra)
 
 
-def autocomplete(name: str, option: str, value: str) -> dict[str, Any]:
+def direct(payload: dict[str, Any], user_id: str = USER) -> dict[str, Any]:
+    """The interaction as Discord sends it from a direct message: a user, no guild."""
+    payload = {k: v for k, v in payload.items() if k not in ("guild_id", "member")}
+    return {**payload, "user": user(user_id), "channel": {"id": payload["channel_id"], "type": 1}}
+
+
+def autocomplete(name: str, option: str, value: str, *, user_id: str = USER) -> dict[str, Any]:
     data = {
         "id": "1",
         "name": name,
         "type": 1,
         "options": [{"name": option, "type": 3, "value": value, "focused": True}],
     }
-    return interaction(4, data)
+    return interaction(4, data, user_id=user_id)
 
 
 def click(custom_id: str, *, user_id: str = USER) -> dict[str, Any]:

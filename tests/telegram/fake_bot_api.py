@@ -253,6 +253,7 @@ class FakeBotAPI:
         self.drafts: list[Call] = []
         self.commands: list[dict[str, str]] | None = None  # the default scope
         self.chat_commands: dict[int, list[dict[str, str]]] = {}  # BotCommandScopeChat
+        self.group_commands: list[dict[str, str]] | None = None  # BotCommandScopeAllGroupChats
         self.webhook: dict[str, Any] | None = None
         self.reactions: dict[tuple[int, int], list[dict[str, Any]]] = {}  # current, by message
         self.deleted: list[Sent] = []
@@ -369,8 +370,14 @@ class FakeBotAPI:
         self._updates.append(update)
         await self._notify()
 
-    def calls_to(self, method: str) -> list[Call]:
-        return [c for c in self.calls if c.method == method]
+    def calls_to(self, method: str, scope: str | None = None) -> list[Call]:
+        """The calls of ``method``; with ``scope``, those to that scope type only."""
+        return [
+            c
+            for c in self.calls
+            if c.method == method
+            and (scope is None or (c.params.get("scope") or {"type": "default"})["type"] == scope)
+        ]
 
     def messages(self, chat_id: int) -> list[Sent]:
         """The chat's messages from the bot, in order."""
@@ -455,28 +462,39 @@ class FakeBotAPI:
         names = [c["command"] for c in commands]
         if len(set(names)) != len(names):
             raise ApiError(400, "Bad Request: BOT_COMMAND_DUPLICATE")
+        self._scoped(params, commands)
+        return True
+
+    async def _m_deleteMyCommands(self, params: dict[str, Any]) -> Any:
+        self._scoped(params, None)
+        return True
+
+    def _scoped(self, params: dict[str, Any], commands: list[dict[str, str]] | None) -> None:
+        """Keep (None: drop) the commands of the call's scope."""
         scope = params.get("scope") or {"type": "default"}
         if scope.get("type") == "chat":
             if not isinstance(scope.get("chat_id"), int):
                 raise ApiError(400, "Bad Request: chat not found")
-            self.chat_commands[scope["chat_id"]] = commands
+            if commands is None:
+                self.chat_commands.pop(scope["chat_id"], None)
+            else:
+                self.chat_commands[scope["chat_id"]] = commands
+        elif scope.get("type") == "all_group_chats":
+            self.group_commands = commands
         elif scope.get("type") == "default":
             self.commands = commands
         else:
             raise ApiError(400, "Bad Request: unsupported scope in this fake")
-        return True
 
-    async def _m_deleteMyCommands(self, params: dict[str, Any]) -> Any:
-        scope = params.get("scope") or {"type": "default"}
-        if scope.get("type") == "chat":
-            if not isinstance(scope.get("chat_id"), int):
-                raise ApiError(400, "Bad Request: chat not found")
-            self.chat_commands.pop(scope["chat_id"], None)
-        elif scope.get("type") == "default":
-            self.commands = None
-        else:
-            raise ApiError(400, "Bad Request: unsupported scope in this fake")
-        return True
+    def menu_in(self, chat: int) -> list[str] | None:
+        """The menu names a user sees in ``chat``, resolved as Telegram does: the chat's
+        scope, then (a group: negative ids) all groups', then the default.
+        """
+        found = self.chat_commands.get(chat)
+        if found is None and chat < 0:
+            found = self.group_commands
+        found = self.commands if found is None else found
+        return None if found is None else [c["command"] for c in found]
 
     async def _m_getMyCommands(self, params: dict[str, Any]) -> Any:
         return self.commands or []

@@ -30,7 +30,7 @@ async def test_the_menu_is_published_at_start_with_telegram_names(
         assert published(fake) == [*HOST, "pr_review", "skill_triage", "memory_show"]
         assert fake.commands is not None
         assert fake.commands[4]["description"] == "Review a pull request"
-        assert len(fake.calls_to("setMyCommands")) == 1
+        assert len(fake.calls_to("setMyCommands", "default")) == 1
 
 
 async def test_a_menu_name_typed_back_runs_the_original_command(
@@ -85,11 +85,13 @@ async def test_changes_are_republished_once_per_burst(telegram: Start, fake: Fak
         channel.inventory_changed((*menu, alpha))
         channel.inventory_changed((*menu, alpha, beta))
         await fake.wait(lambda: {"alpha", "beta"} <= set(published(fake) or ()))
-        assert len(fake.calls_to("setMyCommands")) == 2  # at start, then both changes at once
+        assert (
+            len(fake.calls_to("setMyCommands", "default")) == 2
+        )  # at start, then both changes at once
         channel.inventory_changed((*menu, beta))
         await fake.wait(lambda: "alpha" not in (published(fake) or ()))
         assert "beta" in (published(fake) or ())
-        assert len(fake.calls_to("setMyCommands")) == 3
+        assert len(fake.calls_to("setMyCommands", "default")) == 3
 
 
 async def test_no_change_is_published_after_the_stop(telegram: Start, fake: FakeBotAPI) -> None:
@@ -101,7 +103,7 @@ async def test_no_change_is_published_after_the_stop(telegram: Start, fake: Fake
     served.channel.conversation_changed(f"telegram:{PRIVATE}", late)
     coroutines = [getattr(t.get_coro(), "__qualname__", "") for t in asyncio.all_tasks()]
     assert "ScopedMenu._publish_later" not in coroutines
-    assert len(fake.calls_to("setMyCommands")) == 1
+    assert len(fake.calls_to("setMyCommands", "default")) == 1
 
 
 async def test_a_large_inventory_is_cut_to_what_telegram_accepts(

@@ -1,6 +1,7 @@
-"""A chat has a menu of its own only while its commands differ from everybody's: a list that
-equals the default costs no setMyCommands for the chat, and a chat whose list is back to the
-default loses its own menu, so that it shows the default one (and what that becomes).
+"""A chat has a menu of its own only while what it should offer differs from everybody's: a
+list that equals the default costs no setMyCommands for the chat, and a chat whose list is
+back to the default loses its own menu, so that it shows the default one (and what that
+becomes). Owner-only commands are offered in owners' private chats alone.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from typing import Any
 from contract import Command
 from gateway.events import Mode, SessionUpdated
 from gateway.runtimes.base import RuntimeSession, UpdateListener
+from tests.access.recording import pairing_code
+from tests.conftest import ACCESS_DEFAULTS
 
 from .fake_bot_api import Call, FakeBotAPI
-from .helpers import PRIVATE, Scripted, Start, message_update, published
+from .helpers import GROUP, PRIVATE, USER, Scripted, Start, message_update, published
 
 HOST = ["help", "new", "cancel", "status"]
 GO = Command(name="go", description="Go")
@@ -78,17 +81,41 @@ class Moded(Scripted):
         return session
 
 
-async def test_chats_of_an_agent_with_modes_share_the_default_menu(
+async def test_only_an_owners_private_chat_offers_the_owners_commands(
     telegram: Start, fake: FakeBotAPI
 ) -> None:
-    async with telegram(Moded(GO)) as served:
+    owner = PRIVATE + 3
+    async with telegram(Moded(GO), telegram_owners=[str(owner)]) as served:
         served.channel.menu_debounce = 0.0
-        for chat in (PRIVATE, PRIVATE + 1, PRIVATE + 2):
-            await served.deliver(message_update(chat, "/help"))
-        # The default menu offers /mode once a session shows the agent has modes, so that
-        # the chats, whose lists all hold /mode, need no menu of their own.
-        await fake.wait(lambda: "mode" in (published(fake) or ()))
-        await served.deliver(message_update(PRIVATE + 3, "/help"))
-        for chat in range(PRIVATE, PRIVATE + 4):
-            assert scoped(fake, "setMyCommands", chat) == []
-        assert fake.chat_commands == {}
+        for chat in (PRIVATE, PRIVATE + 1):
+            await served.deliver(message_update(chat, "/help", user_id=chat))
+        await served.deliver(message_update(GROUP, "/help@gw_bot", user_id=owner))
+        await served.deliver(message_update(owner, "/help", user_id=owner))
+        # /mode is the owners' (docs/access.md): their private chat alone offers it.
+        await fake.wait(lambda: published(fake, owner) == [*HOST, "mode", "go"])
+        assert published(fake) == [*HOST, "go"]
+        # In a group /new is the owners' too: everybody's menu there leaves it out, owners'
+        # included (a group's menu is the same for all its members).
+        assert fake.menu_in(GROUP) == ["help", "cancel", "status", "go"]
+        # The other chats' lists, /mode included, are everybody's menu: no call of their own.
+        assert list(fake.chat_commands) == [owner]
+        for chat in (PRIVATE, PRIVATE + 1):
+            assert fake.menu_in(chat) == [*HOST, "go"]
+
+
+async def test_an_owner_approved_while_running_gets_every_command_until_revoked(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    async with telegram(Moded(GO), **ACCESS_DEFAULTS) as served:
+        served.channel.menu_debounce = 0.0
+        access = served.server.gateway.access
+        await served.deliver(message_update(PRIVATE, "hello"))
+        code = pairing_code(fake.messages(PRIVATE)[0].text)
+        await access.approve("telegram", code)  # the first approved: the owner
+        await served.deliver(message_update(PRIVATE, "/help"))
+        await fake.wait(lambda: fake.menu_in(PRIVATE) == [*HOST, "mode", "go"])
+
+        await access.books.change("telegram", lambda book: book.revoke(str(USER)))
+        await served.deliver(message_update(PRIVATE, "/help"))  # a stranger again
+        await fake.wait(lambda: PRIVATE not in fake.chat_commands)
+        assert fake.menu_in(PRIVATE) == [*HOST, "go"]

@@ -696,7 +696,8 @@
     // the answer for this text reopens it. Requests are never aborted: any of them may come
     // back first.
     if (completion && !current(completion)) closeMenu();
-    const params = new URLSearchParams({ conversation, text: value, cursor: String(cursor) });
+    // The user too: the menu offers them only what they may run (docs/access.md).
+    const params = new URLSearchParams({ conversation, user, text: value, cursor: String(cursor) });
     let answer;
     try {
       answer = await getJSON("/v1/complete?" + params);
