@@ -2,12 +2,12 @@
 files run, and how often the way turns back into a file it had left.
 
 ``python bench/walks.py [CHANNEL ...] [--files]`` (default: ``telegram slack discord``) serves
-slashgate in this process on the embedded runtime and the memory store, against the bench's
-fake platforms (bench/platforms.py, bench/discord.py), and sends each channel's input three
-times in one conversation: two warm it up (the session opened, the caches filled), the third
-is traced with ``sys.setprofile`` from before its request is sent until ``SETTLE`` seconds
-after its reply reached the fake platform (its last steps: the journal entry dropped, the
-log line).
+slashgate in this process on the embedded runtime, the memory store and open access policies
+(bench/loadrig.py's ``OPEN_ACCESS``), against the bench's fake platforms (bench/platforms.py,
+bench/discord.py), and sends each channel's input three times in one conversation: two warm
+it up (the session opened, the caches filled), the third is traced with ``sys.setprofile``
+from before its request is sent until ``SETTLE`` seconds after its reply reached the fake
+platform (its last steps: the journal entry dropped, the log line).
 
 - Telegram: the webhook update ``/echo hi`` in a private chat, through to sendMessage;
 - Slack: the slash command ``/agent echo hi``, through to its reply;
