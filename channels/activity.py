@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.events import (
+from gateway.api import (
     PlanEntry,
     PlanUpdated,
     ReasoningDelta,

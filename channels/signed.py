@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from channels.webhook.wire import ErrorOut
+from channels.errors import ErrorOut
 from gateway.openapi import Body, Operation, Param, Response
 
 ERROR = (Body(model=ErrorOut),)

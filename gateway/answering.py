@@ -15,7 +15,7 @@ from .attachments import AttachmentError
 from .inbound import InboundMessage, ReplySink
 
 if TYPE_CHECKING:
-    from .core import Gateway
+    from .api import GatewayAPI
     from .state import Entry
 
 STOPPED = "the gateway stopped before the reply was finished"
@@ -28,7 +28,7 @@ class AnsweringSink(ReplySink):
 
 
 async def handle_once(
-    gateway: Gateway,
+    gateway: GatewayAPI,
     message: Awaitable[InboundMessage],
     sink: AnsweringSink,
     entry: Entry,
@@ -53,4 +53,4 @@ async def handle_once(
     finally:
         await sink.aclose()
         if sink.finished:
-            await gateway.journal.finish(entry)
+            await gateway.done(entry)

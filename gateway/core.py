@@ -1,6 +1,7 @@
 """The gateway: the stages an input flows through, one way, composed once (see
 docs/architecture.md): intake -> routing -> run -> delivery, with the conversations and their
-sessions, the inventory (menus) and recovery beside them. ``Gateway`` is the channels' API.
+sessions, the inventory (menus) and recovery beside them. ``Gateway`` implements the channels'
+API, ``gateway.api.GatewayAPI``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .access import Access
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import Delivery
-from .host import RESERVED, host_commands
+from .host import RESERVED, Labeler, host_commands
 from .host_handlers import HostTools
 from .inbound import InboundMessage, Reply
 from .intake import Intake
@@ -82,6 +83,9 @@ class Gateway:
         )
         # The channels' API is the stages' own methods: no call in between on the hot path.
         self.accept = intake.accept
+        self.claim = intake.claim
+        self.done = self.journal.finish
+        self.lead = self.journal.lead
         self.handle = intake.handle
         self.classify = router.classify
         self.preview = router.preview
@@ -89,7 +93,6 @@ class Gateway:
         self.subscribe = menus.subscribe
         self.subscribe_conversation = menus.subscribe_conversation
         self.menu = menus.menu
-        self.labelers = menus.labelers  # channel name -> its spelling of commands
         self.recoverable = self._recovery.recoverable
         self.recover = self._recovery.recover
         self.metrics.watch(conversations.queued, conversations.running)
@@ -113,6 +116,11 @@ class Gateway:
     def closing(self) -> bool:
         """Shutting down: new input is refused."""
         return self._conversations.closing
+
+    @property
+    def shared(self) -> bool:
+        """Replicas share the store: one-replica work goes under ``lead``."""
+        return self.journal.shared
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -159,6 +167,10 @@ class Gateway:
     def host_commands(self, info: SessionInfo | None = None) -> tuple[Command, ...]:
         """The gateway's commands offered in a session that reported ``info``."""
         return host_commands(info or SessionInfo())
+
+    def label(self, channel: str, labeler: Labeler) -> None:
+        """How ``channel`` spells a command in one conversation (``/help`` lists it so)."""
+        self._menus.labelers[channel] = labeler
 
     async def commands(
         self, channel: str | None = None, conversation: str | None = None

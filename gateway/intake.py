@@ -53,9 +53,21 @@ class Intake:
         value: Any = 1,
     ) -> Entry | None:
         """Journal an input before its platform is acknowledged (see ``Journal.append``):
-        None for a redelivery; StoreUnavailable means acknowledge nothing (answer 503).
+        None for a redelivery (a dedupe hit); StoreUnavailable means acknowledge nothing
+        (answer 503).
         """
-        return await self._journal.append(channel, f"{channel}:{conversation}", body, claim, value)
+        key = f"{channel}:{conversation}"
+        entry = await self._journal.append(channel, key, body, claim, value)
+        if entry is None:
+            self._metrics.dedupe_hit(channel)
+        return entry
+
+    async def claim(self, channel: str, claim: str) -> bool:
+        """Claim an input that is not journaled: False for a redelivery (a dedupe hit)."""
+        if await self._journal.claim(claim):
+            return True
+        self._metrics.dedupe_hit(channel)
+        return False
 
     async def handle(
         self, message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None

@@ -103,6 +103,11 @@ class Journal:
         )
         return await self.store.append(entry, claim, self.dedupe_ttl, value)
 
+    async def claim(self, key: str) -> bool:
+        """Claim an input that is not journaled (for ``dedupe_ttl``): False when it came before."""
+        claimed, _ = await self.store.claim(key, 1, self.dedupe_ttl)
+        return claimed
+
     async def mark(self, entry: Entry, fence: Lease | None = None) -> bool:
         """Write an entry's new state. After the platform was acknowledged a failing store
         cannot refuse the input any more: the turn goes on, and the failure is logged.

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import ClientHandlerType, ClientMiddlewareType, ClientRequest, ClientResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -363,33 +362,3 @@ class Metrics:
 def api_method(name: str) -> str:
     """A platform method name as a label: API method names pass, anything else is "other"."""
     return name if _METHOD.fullmatch(name) else "other"
-
-
-def http_outcome(status: int) -> str:
-    if status == 429:
-        return "rate_limited"
-    if status >= 500:
-        return "server_error"
-    if status >= 400:
-        return "client_error"
-    return "ok"
-
-
-def counted(
-    metrics: Metrics, platform: str, method_of: Callable[[ClientRequest], str]
-) -> ClientMiddlewareType:
-    """For a platform's aiohttp ClientSession: each HTTP attempt counted by its HTTP outcome
-    (a request that raised: ``network_error``). A client middleware, not an aiohttp trace: a
-    trace costs about 30 us per call (its signals at every step of the request), this one call.
-    """
-
-    async def middleware(request: ClientRequest, handler: ClientHandlerType) -> ClientResponse:
-        try:
-            response = await handler(request)
-        except Exception:  # a cancelled call is not the platform's doing: not counted
-            metrics.platform_request(platform, method_of(request), "network_error")
-            raise
-        metrics.platform_request(platform, method_of(request), http_outcome(response.status))
-        return response
-
-    return middleware

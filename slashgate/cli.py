@@ -14,7 +14,7 @@ from importlib.metadata import version
 from pydantic import ValidationError
 
 from channels.discord import settings as discord
-from channels.slack.manifest import build_manifest, effective_inventory, request_url
+from channels.slack.manifest import build_manifest, request_url
 from channels.slack.settings import SlackSettings
 from gateway import logs, secrecy
 from gateway.runtimes import Runtime, build_runtime
@@ -26,6 +26,7 @@ from . import access_cli
 from .check import check, described
 from .config import ConfigError, add_source_arguments, load_settings, secret_variables
 from .envfile import chosen
+from .inventory import effective_inventory
 from .registry import settings_as
 from .server import Refused, StartError, serve
 
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
             return 1
     elif args.command == "slack":
         slack = settings_as(SlackSettings, settings)
-        commands = asyncio.run(effective_inventory(slack, runtime))
+        commands = asyncio.run(effective_inventory(slack, runtime, "slack", "manifest"))
         print(json.dumps(build_manifest(commands, slack), indent=2, ensure_ascii=False))
     elif args.command == "discord":
         return _discord_sync(settings_as(discord.DiscordSettings, settings), runtime)
@@ -166,8 +167,13 @@ def _discord_sync(settings: discord.DiscordSettings, runtime: Runtime) -> int:
     # hikari is imported only for this command (about a second), as the registry imports a
     # channel only when it is on.
     publish = importlib.import_module("channels.discord.publish").publish_commands
+
+    async def sync() -> str:
+        inventory = await effective_inventory(settings, runtime, "discord", "sync")
+        return str(await publish(settings, inventory))
+
     try:
-        print(asyncio.run(publish(settings, runtime)))
+        print(asyncio.run(sync()))
     except Exception as exc:  # Discord refused the token, or could not be reached
         print(f"slashgate: cannot publish the Discord commands: {exc}", file=sys.stderr)
         return 1

@@ -26,9 +26,9 @@ from aiohttp import web
 from aiohttp.web_urldispatcher import AbstractResource
 from multidict import CIMultiDictProxy
 
+from channels.errors import ErrorOut, error_body
 from channels.webhook.exposure import is_loopback
 from channels.webhook.settings import WebhookSettings
-from channels.webhook.wire import ErrorOut, error_body
 from gateway.metrics import Metrics
 from gateway.openapi import Body, Operation, Response
 from gateway.origins import is_ip, origin_text, split_host, split_origin

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gateway.channel import Channel
+from gateway.api import Channel
 
 # Listening on every interface: no browser can open these as they are.
 EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "[::]"})

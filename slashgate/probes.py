@@ -12,7 +12,7 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from gateway.channel import Channel
+from gateway.api import Channel
 from gateway.core import Gateway
 from gateway.logs import Secrets
 from gateway.openapi import Body, Operation, Response, document

@@ -17,7 +17,7 @@ from channels.webchat import settings as webchat
 from channels.webhook import settings as webhook
 from channels.webhook.exposure import open_webhook_refusal
 from gateway.access import Policy
-from gateway.channel import Channel
+from gateway.api import Channel
 from gateway.core import Gateway
 from gateway.settings import CoreSettings
 

@@ -18,7 +18,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from channels.webhook.settings import WebhookSettings
 from gateway import logs, openapi
-from gateway.channel import ERROR_ANSWERS, Channel, ErrorAnswer
+from gateway.api import ERROR_ANSWERS, Channel, ErrorAnswer
 from gateway.core import Gateway
 from gateway.logs import Sampler, Secrets, secrets_of
 from gateway.metrics import Metrics

@@ -1,6 +1,9 @@
 """The source layout that docs/architecture.md promises: imports go one way (app -> channels ->
-gateway -> contract), no two files import each other through any path, and no file is over
-400 lines. Read from the source with ``ast``: ``TYPE_CHECKING`` and in-function imports count.
+gateway -> contract), no two files import each other through any path, no file is over 400
+lines, channels see of the gateway its published interface (gateway/api.py) and the helpers
+named here, never the core, and no channel imports another one's modules (what they share is
+in channels/*.py). Read from the source with ``ast``: ``TYPE_CHECKING`` and
+in-function imports count.
 
 ``python tests/test_layout.py`` prints the report.
 """
@@ -16,6 +19,28 @@ ROOT = Path(__file__).resolve().parent.parent
 # Lower layers first: a module may import its own layer and the ones before it.
 LAYERS = ("contract", "gateway", "channels", "slashgate")
 MAX_LINES = 400
+# The gateway's modules a channel may import besides gateway.api: helpers that hold none of
+# the core's state.
+CHANNEL_HELPERS = {
+    "gateway.access": "the access settings of a chat channel (Ids, access_settings)",
+    "gateway.addresses": "whether an address is public (the webhook's file URLs)",
+    "gateway.answering": "an input run in a channel's own task, answered once",
+    "gateway.attachments": "files: names, media types, limits, the refusal",
+    "gateway.backoff": "platform calls tried again",
+    "gateway.body": "request bodies read and parsed within limits",
+    "gateway.composer": "a composer_input as JSON",
+    "gateway.downloads": "a message's files fetched from the platform's hosts",
+    "gateway.inventory": "a command's usage hint",
+    "gateway.jsonslices": "JSON encoded from pieces",
+    "gateway.logs": "the log lines' context",
+    "gateway.offload": "big work off the event loop",
+    "gateway.openapi": "the routes' part of the OpenAPI document",
+    "gateway.pacing": "outbound calls under a platform's limits",
+    "gateway.settings": "the gateway's settings, and rates",
+    "gateway.store": "bounded caches (BoundedTTLMap, DedupeWindow)",
+    "gateway.tasks": "background tasks drained at stop",
+    "gateway.validation": "settings rules and validation errors in words",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -119,6 +144,47 @@ def upward(edges: dict[str, set[str]]) -> list[str]:
     )
 
 
+def reaching_in(edges: dict[str, set[str]]) -> list[str]:
+    """Imports from channels/ of a gateway module that is neither gateway.api nor a helper
+    named in CHANNEL_HELPERS (gateway.core above all).
+    """
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        if name.split(".")[0] == "channels"
+        for target in targets
+        if target.split(".")[0] == "gateway"
+        and target != "gateway.api"
+        and target not in CHANNEL_HELPERS
+    )
+
+
+def channel_of(name: str, packages: set[str]) -> str | None:
+    """The channel folder a module of channels/ is in; None for a module the channels share
+    (channels/text.py and the like).
+    """
+    parts = name.split(".")
+    if parts[0] != "channels" or len(parts) == 1 or (len(parts) == 2 and name not in packages):
+        return None
+    return parts[1]
+
+
+def crossing(edges: dict[str, set[str]], packages: set[str]) -> list[str]:
+    """Imports of a channel's module from another channel's folder, or from a shared module."""
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        if name.split(".")[0] == "channels"
+        for target in targets
+        if (theirs := channel_of(target, packages)) is not None
+        and theirs != channel_of(name, packages)
+    )
+
+
+def packages() -> set[str]:
+    return {name for name, path in modules().items() if path.name == "__init__.py"}
+
+
 def oversized() -> list[str]:
     return [
         f"{path.relative_to(ROOT)}: {lines} lines"
@@ -133,6 +199,14 @@ def test_imports_go_one_way() -> None:
 
 def test_no_import_circles() -> None:
     assert circles(graph()) == []
+
+
+def test_channels_see_the_gateway_through_its_interface() -> None:
+    assert reaching_in(graph()) == []
+
+
+def test_no_channel_imports_another_ones_modules() -> None:
+    assert crossing(graph(), packages()) == []
 
 
 def test_no_file_over_400_lines() -> None:
@@ -150,6 +224,26 @@ def test_the_checker_finds_a_circle_and_an_upward_import() -> None:
     assert upward(edges) == ["gateway.c -> channels.x"]
 
 
+def test_the_checker_finds_a_channel_reaching_into_the_core() -> None:
+    edges = {
+        "channels.x.a": {"gateway.api", "gateway.body", "gateway.core", "contract"},
+        "channels.x.b": {"gateway.state", "channels.x.a"},
+    }
+    assert reaching_in(edges) == ["channels.x.a -> gateway.core", "channels.x.b -> gateway.state"]
+
+
+def test_the_checker_finds_a_channel_importing_another_ones_module() -> None:
+    edges = {
+        "channels.x.a": {"channels.x.b", "channels.text", "channels.y.c"},
+        "channels.text": {"channels.y"},
+        "slashgate.registry": {"channels.y.c"},
+    }
+    assert crossing(edges, {"channels.x", "channels.y"}) == [
+        "channels.text -> channels.y",
+        "channels.x.a -> channels.y.c",
+    ]
+
+
 if __name__ == "__main__":
     edges = graph()
     found = circles(edges)
@@ -157,5 +251,9 @@ if __name__ == "__main__":
     for component in found:
         print(f"  {len(component)}: {' '.join(component)}")
     print("upward imports:", *upward(edges) or ["none"], sep="\n  ")
+    print("channels reaching into the core:", *reaching_in(edges) or ["none"], sep="\n  ")
+    crossed = crossing(edges, packages())
+    print("channels importing another one's modules:", *crossed or ["none"], sep="\n  ")
     print("files over 400 lines:", *oversized() or ["none"], sep="\n  ")
-    sys.exit(1 if found or upward(edges) or oversized() else 0)
+    failed = found or upward(edges) or reaching_in(edges) or crossed or oversized()
+    sys.exit(1 if failed else 0)

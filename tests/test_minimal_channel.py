@@ -14,10 +14,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway.channel import Channel
-from gateway.inbound import InboundMessage, Outcome, Reply, ReplySink
+from gateway.api import Channel, Entry, InboundMessage, Outcome, Reply, ReplySink
 from gateway.settings import CoreSettings
-from gateway.state import Entry
 from slashgate import registry
 from slashgate.registry import Plug
 from tests.conftest import ROOT, ServerFactory, case_view, load_parity, parity_runtime

@@ -23,19 +23,12 @@ from channels.activity import Activity, cut
 from channels.slack import activity as slack_activity
 from channels.slack.manners import COMMAND_SHOWN, invocation_line
 from channels.slack.markup import unescape
-from channels.slack.mrkdwn import (
-    FENCE,
-    MIN_LIMIT,
-    SECTION_LIMIT,
-    TEXT_LIMIT,
-    chunks,
-    shorten,
-    to_mrkdwn,
-)
+from channels.slack.mrkdwn import SECTION_LIMIT, TEXT_LIMIT, to_mrkdwn
 from channels.slack.sink import render
 from channels.slack.target import Target
 from channels.telegram import activity as telegram_activity
 from channels.telegram import render as telegram
+from channels.text import FENCE, MIN_LIMIT, chunks, shorten
 from contract import utf16_len, utf16_prefix, utf16_slice
 from contract.utf16 import utf16_ends
 from gateway.events import (

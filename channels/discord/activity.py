@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
-from channels.slack.mrkdwn import shorten
+from channels.text import shorten
 
 from .messages import Messages
 from .render import LIMIT

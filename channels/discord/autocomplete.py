@@ -7,18 +7,14 @@ owner-only command for anyone but an owner (docs/access.md).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from hikari.impl.special_endpoints import AutocompleteChoiceBuilder
 
 from contract import Command, complete, utf16_prefix
-from gateway.inbound import InboundMessage
+from gateway.api import GatewayAPI, InboundMessage
 
 from .commands import ARGUMENTS, TEXT, CommandLists
 from .wire import Called
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 MAX_CHOICES = 25
 MAX_CHOICE = 100  # characters of a choice's name and of its value
@@ -28,7 +24,7 @@ COMMANDS_WAIT = 1.5  # seconds for the conversation's commands, then the menu's
 class Completer:
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayAPI,
         channel: str,
         commands: CommandLists,
         interactive_only: list[str],

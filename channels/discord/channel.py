@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING
 import aiohttp
 import hikari
 
-from gateway.channel import Channel
-from gateway.inbound import InboundMessage, ReplySink
+from gateway.api import Channel, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.openapi import document
-from gateway.state import Entry
 
 from .autocomplete import Completer
 from .bot import rest_bot
@@ -39,7 +37,6 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from contract import Command
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
 
@@ -48,7 +45,7 @@ class DiscordChannel(Channel):
     name = "discord"
     signed = True  # its routes check the platform's signature or secret header
 
-    def __init__(self, gateway: Gateway, settings: DiscordSettings) -> None:
+    def __init__(self, gateway: GatewayAPI, settings: DiscordSettings) -> None:
         super().__init__(gateway, settings)
         self.bot = rest_bot(settings)
         rest = self.bot.rest

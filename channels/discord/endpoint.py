@@ -17,9 +17,9 @@ from aiohttp import web
 from hikari.api import EntityFactory
 from hikari.api.special_endpoints import InteractionResponseBuilder
 
-from channels.webhook.wire import error_body
+from channels.errors import error_body
+from gateway.api import StoreUnavailable
 from gateway.body import BodyError, parse_json, read_body
-from gateway.state import StoreUnavailable
 
 from .autocomplete import Completer
 from .inputs import DiscordInputs, Invocation

@@ -8,16 +8,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Coroutine, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import aiohttp
 import hikari
 
 from gateway.answering import handle_once
+from gateway.api import RESERVED, Attachment, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
-from gateway.host import RESERVED
-from gateway.inbound import Attachment, InboundMessage, ReplySink
-from gateway.state import Entry
 from gateway.tasks import BackgroundTasks
 
 from .commands import CommandLists
@@ -27,9 +25,6 @@ from .permissions import Permissions
 from .sink import DiscordSink
 from .target import Target
 from .wire import COMMAND, Called, Option, Unreadable, read
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
 
@@ -110,7 +105,7 @@ class Invocation:
 class DiscordInputs:
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayAPI,
         name: str,
         rest: hikari.api.RESTClient,
         files: DiscordFiles,
@@ -143,7 +138,6 @@ class DiscordInputs:
         record = {"interaction": payload}
         entry = await self.gateway.accept(self.name, invocation.target.conversation, record, claim)
         if entry is None:
-            self.gateway.metrics.dedupe_hit(self.name)
             return False
         self.spawn(self._handle(invocation, entry))
         return True

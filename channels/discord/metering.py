@@ -17,7 +17,8 @@ import aiohttp
 import hikari
 from yarl import URL
 
-from gateway.metrics import Metrics, counted
+from channels.metering import counted
+from gateway.api import Meter
 
 from .settings import DiscordSettings
 
@@ -42,7 +43,7 @@ def method_of(api_base: str) -> Callable[[aiohttp.ClientRequest], str]:
     return method
 
 
-def metered_session(settings: DiscordSettings, metrics: Metrics) -> aiohttp.ClientSession:
+def metered_session(settings: DiscordSettings, metrics: Meter) -> aiohttp.ClientSession:
     """The session of the channel's REST client: each request counted."""
     return aiohttp.ClientSession(
         timeout=aiohttp.ClientTimeout(total=settings.platform_timeout),

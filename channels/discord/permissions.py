@@ -11,19 +11,16 @@ import itertools
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import hikari
 from hikari.api.special_endpoints import InteractionMessageBuilder
 from hikari.impl.special_endpoints import MessageActionRowBuilder
 
-from channels.slack.mrkdwn import shorten
-from gateway.events import PermissionRequired
+from channels.text import shorten
+from gateway.api import GatewayAPI, PermissionRequired
 
 from .target import Target
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.discord")
 
@@ -52,7 +49,7 @@ class Button:
 
 
 class Permissions:
-    def __init__(self, gateway: Gateway, channel: str) -> None:
+    def __init__(self, gateway: GatewayAPI, channel: str) -> None:
         self.gateway = gateway
         self.channel = channel
         self._buttons: OrderedDict[str, Button] = OrderedDict()

@@ -7,12 +7,10 @@ message's channel, telling its user once when it fails or the channel stops firs
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from gateway.answering import handle_once
+from gateway.api import Entry, GatewayAPI, InboundMessage, ReplySink, StoreUnavailable
 from gateway.attachments import AttachmentError
-from gateway.inbound import InboundMessage, ReplySink
-from gateway.state import Entry, StoreUnavailable
 
 from .channel_messages import ChannelMessages
 from .endpoint import UNAVAILABLE
@@ -21,14 +19,11 @@ from .plain import Said
 from .sink import DiscordSink
 from .target import Target
 
-if TYPE_CHECKING:
-    from gateway.core import Gateway
-
 log = logging.getLogger("slashgate.discord")
 
 
 class PlainInputs:
-    def __init__(self, gateway: Gateway, name: str, inputs: DiscordInputs) -> None:
+    def __init__(self, gateway: GatewayAPI, name: str, inputs: DiscordInputs) -> None:
         self.gateway = gateway
         self.name = name
         self.inputs = inputs  # the REST client, files, permissions and tasks of the channel
@@ -46,7 +41,6 @@ class PlainInputs:
             await self._messages(said).follow_up(UNAVAILABLE, False)
             return False
         if entry is None:
-            self.gateway.metrics.dedupe_hit(self.name)
             return False
         self.inputs.spawn(self._handle(said, entry))
         return True

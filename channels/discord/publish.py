@@ -1,4 +1,4 @@
-"""``slashgate discord sync``: publish the command list now, from the runtime's inventory,
+"""``slashgate discord sync``: publish the command list now, from the effective inventory,
 without serving (the channel does the same at start when ``discord_sync_commands`` is on).
 """
 
@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import hikari
 
-from gateway.core import Gateway
-from gateway.runtimes import Runtime
+from contract import Command
 
 from .bot import rest_bot
 from .settings import DiscordSettings
 from .sync import CommandSync
 
 
-async def publish_commands(settings: DiscordSettings, runtime: Runtime) -> str:
-    """Overwrite Discord's command list where it differs from the inventory's; what was done."""
-    gateway = Gateway(settings, runtime)
-    await gateway.start()
-    try:
-        menu = gateway.menu()  # None: the runtime lists its commands once a session is open
-        inventory = menu if menu is not None else await gateway.commands("discord", "sync")
-    finally:
-        await gateway.stop()
+async def publish_commands(settings: DiscordSettings, inventory: tuple[Command, ...]) -> str:
+    """Overwrite Discord's command list where it differs from ``inventory``; what was done."""
     rest = rest_bot(settings).rest
     assert isinstance(rest, hikari.impl.RESTClientImpl)  # what RESTBot makes
     sync = CommandSync(rest, settings.discord_umbrella_command, settings.discord_guild_ids)

@@ -1,7 +1,7 @@
 """A reply as Discord messages: Discord renders Markdown itself (bold, italics, strike, code,
 fences, quotes, lists, headings, masked links), so the text goes as it is, cut at 2,000
-characters after rendering with code fences closed and reopened (``channels.slack.mrkdwn``'s
-cutting, which counts UTF-16 units: never more than Discord's count).
+characters after rendering with code fences closed and reopened (channels/text.py, which
+counts UTF-16 units: never more than Discord's count).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from channels.activity import with_usage
-from channels.slack.mrkdwn import chunks, shorten
-from gateway.inbound import Reply
+from channels.text import chunks, shorten
+from gateway.api import Reply
 
 LIMIT = 2000  # characters of a message's content
 MAX_FOLLOW_UPS = 5  # messages after the first: a reply longer than that is cut, and says so

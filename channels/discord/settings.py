@@ -10,7 +10,7 @@ from typing import Self
 from pydantic import Field, PositiveInt, SecretStr, field_validator, model_validator
 
 from gateway.access import Ids, access_settings
-from gateway.host import RESERVED
+from gateway.api import RESERVED
 from gateway.validation import SettingsRule
 
 # Discord's user, guild and channel ids: snowflakes, whole numbers.

@@ -15,8 +15,7 @@ import contextlib
 
 from contract import Category, Classification, ComposerInputMessage
 from gateway.answering import AnsweringSink
-from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply
+from gateway.api import PermissionRequired, Reply, RuntimeEvent
 
 from .activity import ActivityMessage
 from .messages import Messages

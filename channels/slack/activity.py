@@ -10,9 +10,10 @@ import asyncio
 from typing import Any
 
 from channels.activity import Activity, LiveActivity, plan_lines, status_line
+from channels.text import shorten
 
 from .messages import Messages
-from .mrkdwn import SECTION_LIMIT, escape, shorten
+from .mrkdwn import SECTION_LIMIT, escape
 
 REASONING_SHOWN = 300  # characters: Slack cannot fold a block, so the thoughts are shortened
 

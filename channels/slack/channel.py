@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING
 from aiohttp import ClientSession, ClientTimeout, web
 
 from gateway import logs
-from gateway.channel import Channel
-from gateway.inbound import InboundMessage, ReplySink
+from gateway.api import Channel, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.openapi import document
-from gateway.state import Entry
 
 from .auth import Authorization
 from .docs import operations
@@ -35,7 +33,6 @@ from .web import client_log, web_client
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.slack")
 
@@ -45,7 +42,7 @@ class SlackChannel(Channel[SlackSettings]):
     signed = True  # its routes check the platform's signature or secret header
 
     def __init__(
-        self, gateway: Gateway, settings: SlackSettings, *, update_interval: float = 1.5
+        self, gateway: GatewayAPI, settings: SlackSettings, *, update_interval: float = 1.5
     ) -> None:
         super().__init__(gateway, settings)
         if settings.slack_bot_token is None or settings.slack_signing_secret is None:

@@ -23,7 +23,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from channels.webhook.wire import error_body
+from channels.errors import error_body
 from gateway.body import BodyError, header_bytes, parse_json, read_body
 
 from .inputs import UNAVAILABLE, SlackInputs, refusal

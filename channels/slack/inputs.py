@@ -8,14 +8,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Coroutine
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slack_bolt.response import BoltResponse
 
 from gateway.answering import handle_once
+from gateway.api import Entry, GatewayAPI, InboundMessage, ReplySink, StoreUnavailable
 from gateway.attachments import AttachmentError
-from gateway.inbound import InboundMessage, ReplySink
-from gateway.state import Entry, StoreUnavailable
 from gateway.tasks import BackgroundTasks
 
 from .files import SlackFiles
@@ -26,9 +25,6 @@ from .reading import Received, command_form, command_input, message_input
 from .sink import SlackSink
 from .target import Target
 from .web import respond
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.slack")
 
@@ -46,7 +42,7 @@ def refusal(error: Exception) -> BoltResponse | None:
 class SlackInputs:
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayAPI,
         name: str,
         outbox: Outbox,
         files: SlackFiles,
@@ -84,7 +80,7 @@ class SlackInputs:
         envelope = {"team_id": body.get("team_id")}
         record = {"kind": "message", "body": envelope, "event": event, "bot": bot_user_id}
         claim = f"slack:message:{target.channel}:{ts}"
-        entry = await self._accept(target.conversation, record, claim)
+        entry = await self.gateway.accept(self.name, target.conversation, record, claim)
         if entry is not None:
             self.spawn(self._handle(received, entry))
 
@@ -101,7 +97,9 @@ class SlackInputs:
         claim = f"slack:command:{trigger}" if trigger else None
         form = command_form(command)
         # A command's conversation is its channel (``command_input``'s target).
-        entry = await self._accept(channel, {"kind": "command", "command": form}, claim)
+        entry = await self.gateway.accept(
+            self.name, channel, {"kind": "command", "command": form}, claim
+        )
         if entry is not None:
             self.spawn(self._run_command(form, entry))
 
@@ -129,15 +127,6 @@ class SlackInputs:
         received = command_input(form, self.umbrella)
         assert received is not None  # ``on_command`` journals only commands it can run
         await self._handle(received, entry)
-
-    async def _accept(
-        self, conversation: str, record: dict[str, Any], claim: str | None
-    ) -> Entry | None:
-        """The input's journal entry; None when it was delivered before."""
-        entry = await self.gateway.accept(self.name, conversation, record, claim)
-        if entry is None:
-            self.gateway.metrics.dedupe_hit(self.name)
-        return entry
 
     async def _message(self, received: Received) -> InboundMessage:
         """The message, its files fetched (AttachmentError when they cannot be) where its

@@ -15,7 +15,6 @@ from typing import Any
 
 from contract import Command
 from gateway.inventory import usage_hint
-from gateway.runtimes import Runtime
 
 from .settings import SlackSettings
 
@@ -144,18 +143,3 @@ def build_manifest(
             "token_rotation_enabled": False,
         },
     }
-
-
-async def effective_inventory(settings: SlackSettings, runtime: Runtime) -> tuple[Command, ...]:
-    """The inventory the gateway would publish: the runtime's static commands, or the first
-    session's when the runtime reports its commands only once a session is open.
-    """
-    from gateway.core import Gateway
-
-    gateway = Gateway(settings, runtime)
-    await gateway.start()
-    try:
-        menu = gateway.menu()
-        return menu if menu is not None else await gateway.commands("slack", "manifest")
-    finally:
-        await gateway.stop()

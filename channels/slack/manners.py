@@ -4,7 +4,8 @@ it, and queued input gets a reaction until its turn is answered.
 
 from __future__ import annotations
 
-from .mrkdwn import shorten
+from channels.text import shorten
+
 from .target import Target
 
 QUEUED_REACTION = "eyes"

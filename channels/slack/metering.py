@@ -11,8 +11,9 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gateway.metrics import Metrics, http_outcome
-from gateway.metrics import counted as count_attempts
+from channels.metering import counted as count_attempts
+from channels.metering import http_outcome
+from gateway.api import Meter
 
 PLATFORM = "slack"
 
@@ -22,7 +23,7 @@ def method_of(url: str, base: str) -> str:
     return url[len(base) :].split("?")[0] if url.startswith(base) else "response_url"
 
 
-def counted(metrics: Metrics, base: str) -> ClientMiddlewareType:
+def counted(metrics: Meter, base: str) -> ClientMiddlewareType:
     """For the channel's ClientSession: one count per HTTP attempt, by outcome (HTTP level:
     Slack answers its API errors with 200 and ``ok: false``, counted as ``ok`` here; a
     cancelled call is not counted).
@@ -33,7 +34,7 @@ def counted(metrics: Metrics, base: str) -> ClientMiddlewareType:
 class CountedRetry(AsyncRetryHandler):
     """A client's retry handler, each retry it decides on counted."""
 
-    def __init__(self, inner: AsyncRetryHandler, metrics: Metrics, base: str) -> None:
+    def __init__(self, inner: AsyncRetryHandler, metrics: Meter, base: str) -> None:
         super().__init__(inner.max_retry_count, inner.interval_calculator)
         self.inner, self.metrics, self.base = inner, metrics, base
 
@@ -65,7 +66,7 @@ class CountedRetry(AsyncRetryHandler):
         )
 
 
-def count_retries(client: AsyncWebClient, metrics: Metrics) -> None:
+def count_retries(client: AsyncWebClient, metrics: Meter) -> None:
     client.retry_handlers = [
         CountedRetry(h, metrics, client.base_url) for h in client.retry_handlers
     ]

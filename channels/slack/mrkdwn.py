@@ -1,4 +1,5 @@
-"""Outbound text: the core's Markdown rendered as Slack mrkdwn, then cut under Slack's limits.
+"""Outbound text: the core's Markdown rendered as Slack mrkdwn (cut under Slack's limits by
+channels/text.py).
 
 Slack parses ``&``, ``<`` and ``>`` as control characters, so every piece of text is escaped
 and only the markup this module writes (``<url|label>``, a quote's leading ``>``) stays raw.
@@ -8,19 +9,16 @@ from __future__ import annotations
 
 import re
 
-from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from contract import utf16_prefix
+from channels.markdown import PARSER, aligned
+from channels.text import FENCE
 
 # chat.postMessage: Slack advises keeping ``text`` under 4,000 characters (it truncates
 # at 40,000); counted in UTF-16 units, as Slack's JavaScript clients count them.
 TEXT_LIMIT = 4000
 # Block Kit: a section's or a context element's text; past it Slack answers invalid_blocks.
 SECTION_LIMIT = 3000
-FENCE = "```"
-
-_MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _BULLETS = ("•", "◦", "▪")
 # One line that starts with a letter and holds only letters, digits, spaces and punctuation
 # that CommonMark leaves alone inside a line, with no space at its end: it renders as
@@ -36,7 +34,7 @@ def to_mrkdwn(markdown: str) -> str:
     """Render Markdown for Slack: ``**bold**`` -> ``*bold*``, ``[a](u)`` -> ``<u|a>``, ..."""
     if _PLAIN.fullmatch(markdown):
         return markdown
-    tree = SyntaxTreeNode(_MD.parse(markdown))
+    tree = SyntaxTreeNode(PARSER.parse(markdown))
     return _blocks(tree.children, depth=0).strip("\n")
 
 
@@ -88,9 +86,7 @@ def _table(node: SyntaxTreeNode) -> str:
         for section in node.children
         for row in section.children
     ]
-    widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows)))]
-    lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in rows]
-    return f"{FENCE}\n{escape(chr(10).join(lines))}\n{FENCE}"
+    return f"{FENCE}\n{escape(chr(10).join(aligned(rows, '  ')))}\n{FENCE}"
 
 
 def _plain(nodes: list[SyntaxTreeNode]) -> str:
@@ -138,64 +134,3 @@ def _link(url: str, label: str) -> str:
     if not label or label == target or label == escape(url.removeprefix("mailto:")):
         return f"<{target}>"
     return f"<{target}|{label}>"
-
-
-MIN_LIMIT = 16
-"""The smallest limit ``chunks`` cuts to: a chunk inside a code block spends 8 units on the
-fences that close and reopen it, and must still carry some of the text."""
-
-
-def _split_point(text: str, room: int) -> tuple[int, int]:
-    """(end of this chunk, start of the next): at a paragraph, line or word if possible; never
-    inside a link or an entity that fits in half the room.
-    """
-    end = utf16_prefix(text, room)
-    # Never cut a chunk to less than half its room, nor to no more than a reopened fence:
-    # each cut then takes more of the text than a reopened fence adds back.
-    floor = max(end // 2, len(FENCE) + 2)
-    # A cut inside ``<url|label>`` breaks the link in both chunks: cut before it instead.
-    opening = text.rfind("<", floor, end)
-    if opening > 0 and text.rfind(">", opening, end) < 0:
-        end = opening
-    for separator in ("\n\n", "\n", " "):
-        at = text.rfind(separator, floor, end)
-        if at > 0:
-            return at, at + len(separator)
-    # A hard cut must not split an entity such as ``&amp;``.
-    amp = text.rfind("&", max(floor, end - 5), end)
-    if amp > 0 and ";" not in text[amp:end]:
-        end = amp
-    return end, end
-
-
-def chunks(text: str, limit: int = TEXT_LIMIT) -> list[str]:
-    """Cut rendered mrkdwn into messages of at most ``limit`` UTF-16 units; code fences are
-    closed at the end of a chunk and reopened at the start of the next one. A limit below
-    ``MIN_LIMIT`` leaves no room to cut to and raises ValueError: a caller reserves room
-    (the invocation line is kept short for that), it never asks for less.
-    """
-    if limit < MIN_LIMIT:
-        raise ValueError(f"a chunk limit of {limit} is below the minimum of {MIN_LIMIT}")
-    out: list[str] = []
-    rest = text
-    while utf16_prefix(rest, limit) < len(rest):
-        end, start = _split_point(rest, limit - len(FENCE) - 1)
-        head, rest = rest[:end], rest[start:]
-        if head.count(FENCE) % 2:
-            head, rest = f"{head}\n{FENCE}", f"{FENCE}\n{rest}"
-        out.append(head)
-    if rest or not out:
-        out.append(rest)
-    return out
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` UTF-16 units, else its first chunk and `` …`` in that
-    room. Raises ValueError for a limit below ``MIN_LIMIT + 2``, as ``chunks`` does.
-    """
-    if limit - 2 < MIN_LIMIT:
-        raise ValueError(f"a limit of {limit} leaves no room to shorten text to")
-    if utf16_prefix(text, limit) == len(text):
-        return text
-    # The first chunk is cut within its room: a prefix of ``limit`` characters decides it.
-    return chunks(text[:limit], limit - 2)[0] + " …"

@@ -16,8 +16,8 @@ from aiohttp import FormData
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from gateway.api import Store
 from gateway.pacing import LocalBudget, Pacer, Rate, budget
-from gateway.state import StateStore
 
 from .settings import SlackSettings
 
@@ -38,7 +38,7 @@ _IN_FLIGHT: ContextVar[_Call | None] = ContextVar("slashgate_slack_paced_call", 
 
 
 class SlackPacing:
-    def __init__(self, settings: SlackSettings, store: StateStore) -> None:
+    def __init__(self, settings: SlackSettings, store: Store) -> None:
         self.per_channel = Rate(settings.slack_rate_channel)
         self.posts = Pacer(LocalBudget(OFF))
         self.updates = Pacer(

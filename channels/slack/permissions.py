@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import ClientSession
 
+from channels.text import shorten
 from contract import utf16_len
-from gateway.events import PermissionOption, PermissionRequired
+from gateway.api import GatewayAPI, PermissionOption, PermissionRequired
 
-from .mrkdwn import SECTION_LIMIT, escape, shorten
+from .mrkdwn import SECTION_LIMIT, escape
 from .target import Target
 from .web import respond
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.slack")
 
@@ -69,7 +67,7 @@ def _button(
 
 
 async def answer_permission(
-    gateway: Gateway,
+    gateway: GatewayAPI,
     session: ClientSession | None,
     channel: str,
     body: dict[str, Any],

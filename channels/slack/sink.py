@@ -7,14 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 from channels.activity import with_usage
+from channels.text import chunks
 from contract import Classification, ComposerInputMessage
 from gateway.answering import AnsweringSink
-from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply
+from gateway.api import PermissionRequired, Reply, RuntimeEvent
 
 from .activity import ActivityPost
 from .messages import Messages
-from .mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
+from .mrkdwn import TEXT_LIMIT, to_mrkdwn
 from .outbox import Outbox
 from .permissions import permission_blocks, permission_text, permission_title
 from .stream import ReplyStream

@@ -9,10 +9,11 @@ import logging
 
 from slack_sdk.errors import SlackApiError
 
-from gateway.inbound import Reply
+from channels.text import shorten
+from gateway.api import Reply
 
 from .messages import Messages
-from .mrkdwn import TEXT_LIMIT, shorten, to_mrkdwn
+from .mrkdwn import TEXT_LIMIT, to_mrkdwn
 from .web import FAILURES, error_code
 
 log = logging.getLogger("slashgate.slack")

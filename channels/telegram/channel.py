@@ -3,7 +3,7 @@
 The channel holds no contract logic. It verifies and dedupes updates, decides whether a
 group message is addressed to the bot, normalizes the text (the bot's own leading mention
 removed, a menu name typed back turned into the original command) and hands an
-InboundMessage to ``Gateway.handle`` with a sink that renders for Telegram.
+InboundMessage to ``gateway.handle`` with a sink that renders for Telegram.
 
 This module is the lifecycle and the menus' listeners; the modules it builds do the rest:
 ``webhook`` or ``polling`` take updates in through the ``intake``, ``updates`` turns them into
@@ -23,11 +23,8 @@ from aiogram.types import Message, User
 from aiohttp import web
 
 from contract import Command
-from gateway.channel import Channel
-from gateway.core import Gateway
-from gateway.inbound import InboundMessage, ReplySink
+from gateway.api import Channel, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.pacing import Budget, Pacer, Rate, budget
-from gateway.state import Entry
 
 from .addressing import Addressing
 from .delivery import Requests, Throttle
@@ -55,7 +52,7 @@ class TelegramChannel(Channel[TelegramSettings]):
     name = "telegram"
     signed = True  # its routes check the platform's signature or secret header
 
-    def __init__(self, gateway: Gateway, settings: TelegramSettings) -> None:
+    def __init__(self, gateway: GatewayAPI, settings: TelegramSettings) -> None:
         super().__init__(gateway, settings)
         if settings.telegram_token is None:
             raise ValueError("the Telegram channel needs SLASHGATE_TELEGRAM_TOKEN")
@@ -104,7 +101,7 @@ class TelegramChannel(Channel[TelegramSettings]):
         self._leading: asyncio.Task[None] | None = None
 
     @staticmethod
-    def _budget(gateway: Gateway, settings: TelegramSettings, bot_id: str) -> Budget:
+    def _budget(gateway: GatewayAPI, settings: TelegramSettings, bot_id: str) -> Budget:
         """The bot's global limit: shared through Redis by the replicas of a Redis store."""
         return budget(
             gateway.store,
@@ -163,13 +160,13 @@ class TelegramChannel(Channel[TelegramSettings]):
         self.addressing.know(await self.bot.me())
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
-        self.gateway.labelers[self.name] = self.menu_name
+        self.gateway.label(self.name, self.menu_name)
         menu = self.gateway.menu()
         if menu is not None:
             self.menus.everyone_changed(menu, publish=False)
-        if self.gateway.journal.shared:  # replicas: whichever holds the lease does this part
+        if self.gateway.shared:  # replicas: whichever holds the lease does this part
             self._leading = asyncio.create_task(
-                self.gateway.journal.lead("telegram:leader", self._elected, self._deposed)
+                self.gateway.lead("telegram:leader", self._elected, self._deposed)
             )
         else:
             await self._elected()

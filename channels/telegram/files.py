@@ -17,9 +17,9 @@ from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.exceptions import TelegramAPIError, TelegramBadRequest
 from aiogram.types import Message
 
+from gateway.api import Attachment
 from gateway.attachments import Budget, TooLarge, file_name, media_type, not_downloaded, size_text
 from gateway.downloads import Downloader, FileHosts, RemoteFile
-from gateway.inbound import Attachment
 
 from .settings import TelegramSettings
 

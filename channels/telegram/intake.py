@@ -17,18 +17,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import TelegramObject, Update
 
-from gateway.state import Entry, StoreUnavailable
+from gateway.api import Entry, GatewayAPI, StoreUnavailable
 from gateway.tasks import BackgroundTasks
 
 from .delivery import Target
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -41,7 +38,7 @@ STORE_RETRY_CAP = 5.0  # seconds between tries of a store that is down, while po
 
 class Intake(BaseMiddleware):
     def __init__(
-        self, gateway: Gateway, channel: str, process: Process, max_in_flight: int = 256
+        self, gateway: GatewayAPI, channel: str, process: Process, max_in_flight: int = 256
     ) -> None:
         self._gateway = gateway
         self._channel = channel
@@ -69,7 +66,6 @@ class Intake(BaseMiddleware):
         entry = await self._journal(update, raw)
         if entry is None:
             log.info("update %d delivered again: ignored", update.update_id)
-            self._gateway.metrics.dedupe_hit(self._channel)
             return
         if self.last_update_id is None or update.update_id > self.last_update_id:
             self.last_update_id = update.update_id
@@ -93,9 +89,7 @@ class Intake(BaseMiddleware):
     async def _write(self, update: Update, raw: str | None) -> Entry | bool | None:
         claim = f"{self._channel}:update:{update.update_id}"
         if update.message is None:
-            store, ttl = self._gateway.store, self._gateway.journal.dedupe_ttl
-            claimed, _ = await store.claim(claim, 1, ttl)
-            return claimed or None
+            return await self._gateway.claim(self._channel, claim) or None
         # The update as JSON text, not as a dict: stores copy and encode an entry on every
         # write, and a string is one value where the dict is dozens.
         body = {"update": raw if raw is not None else update.model_dump_json(exclude_none=True)}
@@ -108,7 +102,7 @@ class Intake(BaseMiddleware):
         except Exception:
             log.exception("update %d failed", update.update_id)
         if entry is not None:  # not answered (not for the bot, or it failed): nothing to keep
-            await self._gateway.journal.finish(entry)
+            await self._gateway.done(entry)
 
     def _done(self, update_id: int, task: asyncio.Task[None]) -> None:
         self._slots.release()  # here, not in _process: a task cancelled unstarted frees it too

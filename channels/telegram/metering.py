@@ -19,7 +19,7 @@ from aiogram.exceptions import (
 from aiogram.methods import TelegramMethod
 from aiogram.methods.base import TelegramType
 
-from gateway.metrics import Metrics
+from gateway.api import Meter
 
 PLATFORM = "telegram"
 
@@ -29,7 +29,7 @@ class Metered(BaseRequestMiddleware):
     flood control makes ``Requests`` send again included.
     """
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Meter) -> None:
         self.metrics = metrics
 
     async def __call__(

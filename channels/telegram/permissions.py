@@ -12,20 +12,16 @@ import logging
 import secrets
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, Message
 
-from gateway.events import PermissionRequired
+from gateway.api import GatewayAPI, PermissionRequired
 from gateway.store import BoundedTTLMap
 
 from .delivery import Target, edit_chunk, persistently, send_chunk
 from .render import Chunk, escape
-
-if TYPE_CHECKING:
-    from gateway.core import Gateway
 
 log = logging.getLogger("slashgate.telegram")
 
@@ -50,7 +46,7 @@ def _prompt(request: PermissionRequired) -> Chunk:
 
 
 class Permissions:
-    def __init__(self, bot: Bot, gateway: Gateway, channel: str, size: int = 1_000) -> None:
+    def __init__(self, bot: Bot, gateway: GatewayAPI, channel: str, size: int = 1_000) -> None:
         self.bot = bot
         self.gateway = gateway
         self.channel = channel

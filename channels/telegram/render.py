@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from channels.markdown import PARSER, aligned
 from contract import utf16_len, utf16_prefix
 
 LIMIT = 4096
@@ -30,7 +30,6 @@ units, which is never less than Telegram's own count)."""
 MIN_LIMIT = 2
 """The smallest limit ``render`` cuts to: one character, which may take two UTF-16 units."""
 
-_MD = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
 _LINK_SCHEMES = frozenset({"http", "https", "tg", "mailto"})
 # Characters that can make Markdown (or an HTML escape) of plain text; a digit or "-" only at
 # the start (an ordered list, a bullet).
@@ -115,7 +114,7 @@ class _Renderer:
         self._table: list[list[str]] | None = None
 
     def blocks(self, markdown: str) -> list[list[_Op]]:
-        for token in _MD.parse(markdown):
+        for token in PARSER.parse(markdown):
             self._block(token)
             if token.level == 0 and token.nesting <= 0 and self._ops:
                 self._blocks.append(self._ops)
@@ -206,14 +205,7 @@ class _Renderer:
 
     def _table_block(self, rows: list[list[str]]) -> None:
         """A table as aligned monospace text: Telegram has no table entity."""
-        columns = max((len(row) for row in rows), default=0)
-        widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(columns)]
-        lines = [
-            " | ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
-        ]
-        if len(lines) > 1:
-            lines.insert(1, "-+-".join("-" * w for w in widths))
-        text = "\n".join(lines)
+        text = "\n".join(aligned(rows, " | ", rule="-+-"))
         if not text.strip():
             return
         if self._quote:

@@ -26,8 +26,7 @@ from aiogram.exceptions import (
 
 from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage
-from gateway.events import PermissionRequired, RuntimeEvent
-from gateway.inbound import Reply, ReplySink
+from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 
 from .activity import ActivityMessage
 from .delivery import (

@@ -13,10 +13,8 @@ from aiogram.exceptions import AiogramError
 from aiogram.types import CallbackQuery, Message, Update
 from pydantic import ValidationError
 
+from gateway.api import Entry, GatewayAPI, InboundMessage
 from gateway.attachments import AttachmentError
-from gateway.core import Gateway
-from gateway.inbound import InboundMessage
-from gateway.state import Entry
 
 from .addressing import Addressing
 from .delivery import Target, describe
@@ -33,7 +31,7 @@ log = logging.getLogger("slashgate.telegram")
 class Updates:
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: GatewayAPI,
         channel: str,
         outbox: Outbox,
         addressing: Addressing,

@@ -14,9 +14,9 @@ from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
 
+from gateway.api import StoreUnavailable
 from gateway.body import BodyError, header_bytes, parse_json, read_body
 from gateway.openapi import document
-from gateway.state import StoreUnavailable
 
 from .docs import operations
 from .intake import UPDATES, Intake

@@ -12,8 +12,7 @@ from importlib.resources import files
 
 from aiohttp import web
 
-from gateway.channel import Channel
-from gateway.core import Gateway
+from gateway.api import Channel, GatewayAPI
 from gateway.openapi import Body, Operation, Param, Response, document
 
 from .settings import WebchatSettings
@@ -53,7 +52,7 @@ class _Asset:
 class WebchatChannel(Channel[WebchatSettings]):
     name = "webchat"
 
-    def __init__(self, gateway: Gateway, settings: WebchatSettings) -> None:
+    def __init__(self, gateway: GatewayAPI, settings: WebchatSettings) -> None:
         super().__init__(gateway, settings)
         self._assets = {name: _Asset(name) for name in _TYPES}
 

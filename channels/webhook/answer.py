@@ -16,8 +16,7 @@ from aiohttp import web
 
 from contract import Classification, ComposerInputMessage
 from gateway import jsonslices, offload
-from gateway.inbound import Outcome
-from gateway.state import Encoded
+from gateway.api import Encoded, Outcome
 
 from .wire import accepted_body, outcome_body
 

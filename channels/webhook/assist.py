@@ -8,7 +8,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from contract import Command, complete
-from gateway.inbound import InboundMessage
+from gateway.api import InboundMessage
 
 from .checks import Route, parse, validate
 from .errors import ApiError

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.channel import ERROR_ANSWERS, Channel
-from gateway.core import Gateway
-from gateway.inbound import InboundMessage, Reply, ReplySink
+from gateway.api import ERROR_ANSWERS, Channel, Entry, GatewayAPI, InboundMessage, Reply, ReplySink
 from gateway.openapi import document
-from gateway.state import Entry
 
 from .assist import Assist
 from .checks import Bearer
@@ -23,7 +20,7 @@ from .settings import WebhookSettings
 class WebhookChannel(Channel[WebhookSettings]):
     name = "webhook"
 
-    def __init__(self, gateway: Gateway, settings: WebhookSettings) -> None:
+    def __init__(self, gateway: GatewayAPI, settings: WebhookSettings) -> None:
         super().__init__(gateway, settings)
         self.bearer = Bearer(settings.webhook_token)
         self.messages = Messages(self, self.bearer)

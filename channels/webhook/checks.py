@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from gateway.api import Channel
 from gateway.attachments import AttachmentError
 from gateway.body import BodyError, header_bytes, parse_json, read_body
-from gateway.channel import Channel
 
 from .errors import ApiError
 from .files import RequestProblem, refusal

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from channels.errors import ErrorOut
 from gateway.openapi import Body, Operation, Param, Response
 
 from .permissions import PermissionAnswer
-from .wire import SSE_EVENTS, AgentOut, ClassifyIn, CommandsOut, ErrorOut, MessageIn, MessageOut
+from .wire import SSE_EVENTS, AgentOut, ClassifyIn, CommandsOut, MessageIn, MessageOut
 
 _ERROR = (Body(model=ErrorOut),)
 _OBJECT = (Body(schema={"type": "object"}),)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from channels.errors import error_body
 from gateway.body import BodyError
-
-from .wire import error_body
 
 
 class ApiError(Exception):

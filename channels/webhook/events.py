@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from gateway.events import (
+from gateway.api import (
     PermissionRequired,
     PlanUpdated,
     ReasoningDelta,

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from yarl import URL
 
 from gateway.addresses import public
+from gateway.api import Attachment
 from gateway.attachments import (
     AttachmentError,
     Budget,
@@ -39,7 +40,6 @@ from gateway.attachments import (
     read_capped,
 )
 from gateway.body import valid_text
-from gateway.inbound import Attachment
 
 from .settings import WebhookSettings
 from .wire import AttachmentIn, MessageIn, describe_validation_error

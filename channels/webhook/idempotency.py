@@ -9,8 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.channel import Channel
-from gateway.state import Entry, StoreUnavailable
+from gateway.api import Channel, Entry, StoreUnavailable
 from gateway.store import BoundedTTLMap
 
 from .answer import stored_answer
@@ -118,7 +117,6 @@ class Keys:
             raise ApiError(
                 422, "idempotency_mismatch", "Idempotency-Key was already used with another body"
             )
-        self.gateway.metrics.dedupe_hit(self.name)
         return dict(held)
 
     async def forget(self, idempotency: Idempotency, entry: Entry) -> None:
@@ -131,4 +129,4 @@ class Keys:
             await self.gateway.store.forget(idempotency.claim)
         except StoreUnavailable:
             log.warning("Idempotency-Key of a failed request not forgotten")
-        await self.gateway.journal.finish(entry)
+        await self.gateway.done(entry)

@@ -11,11 +11,9 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.api import Attachment, Channel, Entry, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
 from gateway.body import token_header
-from gateway.channel import Channel
-from gateway.inbound import Attachment, InboundMessage, ReplySink
-from gateway.state import Entry
 
 from .answer import respond
 from .checks import Bearer, Route, checked_files, parse

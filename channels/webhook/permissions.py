@@ -8,9 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core import Gateway
-
-from .wire import error_body
+from channels.errors import error_body
+from gateway.api import GatewayAPI
 
 
 class PermissionAnswer(BaseModel):
@@ -23,7 +22,7 @@ class PermissionAnswer(BaseModel):
 
 
 async def answer(
-    gateway: Gateway, channel: str, request_id: str, body: PermissionAnswer
+    gateway: GatewayAPI, channel: str, request_id: str, body: PermissionAnswer
 ) -> tuple[int, dict[str, Any]]:
     """The HTTP status and body of the answer."""
     offered = gateway.pending_permission(channel, body.conversation, request_id)

@@ -7,8 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from contract import Classification, ComposerInputMessage
-from gateway.events import RuntimeEvent
-from gateway.inbound import Outcome, ReplySink
+from gateway.api import Outcome, ReplySink, RuntimeEvent
 
 from .answer import accepted_data, answer_body, event_frame, write
 from .events import sse_event

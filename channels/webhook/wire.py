@@ -19,10 +19,16 @@ from pydantic import (
 
 from contract import Category, Classification, Command, Completion, ComposerInputMessage
 from contract.classify import Kind
+from gateway.api import (
+    AgentInfo,
+    Outcome,
+    PermissionOption,
+    PlanEntry,
+    Reply,
+    Status,
+    UsageReported,
+)
 from gateway.composer import message_json
-from gateway.events import PermissionOption, PlanEntry, Status, UsageReported
-from gateway.inbound import Outcome, Reply
-from gateway.runtimes import AgentInfo
 from gateway.validation import describe_validation_error as describe_errors
 
 from .events import usage_body
@@ -174,17 +180,6 @@ class CommandsOut(BaseModel):
     interactive_only: list[str]
 
 
-class ErrorDetail(BaseModel):
-    code: str = Field(description="Machine-readable: malformed_json, too_large, unauthorized...")
-    message: str
-
-
-class ErrorOut(BaseModel):
-    """Every 4xx (and 5xx) under /v1."""
-
-    error: ErrorDetail
-
-
 def describe_validation_error(exc: ValidationError) -> str:
     """One readable sentence per problem: ``text: Input should be a valid string``."""
     return describe_errors(exc, root="body")
@@ -260,10 +255,6 @@ def commands_body(commands: tuple[Command, ...], interactive_only: list[str]) ->
     return CommandsOut(
         commands=list(commands), interactive_only=sorted(interactive_only)
     ).model_dump(mode="json")
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return ErrorOut(error=ErrorDetail(code=code, message=message)).model_dump(mode="json")
 
 
 class CommandsQuery(BaseModel):

@@ -17,7 +17,8 @@ import asyncio
 import logging
 import uuid
 
-from gateway.state import StateStore, StoreUnavailable
+from gateway.api import Store
+from gateway.state import StoreUnavailable
 from gateway.state.redis import Scripts, redis_of
 from gateway.state.resp import sha1
 
@@ -136,7 +137,7 @@ class SharedBudget:
         return None  # the store's connection is the store's to close
 
 
-def budget(store: StateStore, key: str, rate: Rate) -> LocalBudget | SharedBudget:
+def budget(store: Store, key: str, rate: Rate) -> LocalBudget | SharedBudget:
     """The global limit: shared through the store where it is Redis (replicas), else this
     process's.
     """

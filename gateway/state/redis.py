@@ -277,7 +277,7 @@ class Scripts(Protocol):
     async def run_script(self, source: str, sha: str, keys: list[str], args: list[Any]) -> Any: ...
 
 
-def redis_of(store: StateStore) -> RedisStore | None:
+def redis_of(store: object) -> RedisStore | None:
     """The Redis store behind ``store`` (timed or not), for what the replicas share through
     it; None for a store of another kind.
     """

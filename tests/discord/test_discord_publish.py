@@ -11,6 +11,7 @@ from pydantic import SecretStr
 
 from channels.discord.publish import publish_commands
 from slashgate.cli import main
+from slashgate.inventory import effective_inventory
 from tests.conftest import make_settings, parity_runtime
 
 from .fake import BOT_TOKEN, fake_discord
@@ -25,9 +26,10 @@ async def test_publishing_by_hand_writes_once_then_finds_the_list_published(tmp_
             discord_api_base=fake.api_base,
             state_path=tmp_path / "state.sqlite3",
         )
-        said = await publish_commands(settings, parity_runtime())
+        inventory = await effective_inventory(settings, parity_runtime(), "discord", "sync")
+        said = await publish_commands(settings, inventory)
         assert said.endswith("published globally (1 of 1 written)")
-        said = await publish_commands(settings, parity_runtime())
+        said = await publish_commands(settings, inventory)
         assert "already published globally" in said
     assert len(fake.writes("PUT")) == 1
     names = {c["name"] for c in fake.commands["global"]}
@@ -64,11 +66,12 @@ async def test_a_guild_discord_refuses_leaves_the_others_published_and_is_tried_
             state_path=tmp_path / "state.sqlite3",
         )
         fake.refuse_once.add("111")
+        inventory = await effective_inventory(settings, parity_runtime(), "discord", "sync")
         with pytest.raises(RuntimeError, match=r"guild\(s\) 111 \(1 of 2 written"):
-            await publish_commands(settings, parity_runtime())
+            await publish_commands(settings, inventory)
         assert "agent" in [c["name"] for c in fake.commands["222"]]
         assert "111" not in fake.commands
-        said = await publish_commands(settings, parity_runtime())  # the refused one, again
+        said = await publish_commands(settings, inventory)  # the refused one, again
         assert said.endswith("published 2 guild(s) (1 of 2 written)")
     assert [c["name"] for c in fake.commands["111"]] == [c["name"] for c in fake.commands["222"]]
     failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]

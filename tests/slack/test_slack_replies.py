@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from channels.slack.mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
+from channels.slack.mrkdwn import TEXT_LIMIT, to_mrkdwn
+from channels.text import chunks
 from contract import Command, utf16_len
 from gateway.events import ErrorEvent, MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import RuntimeSession, Turn

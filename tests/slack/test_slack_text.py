@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from channels.slack.markup import command_source, normalize, umbrella_source
-from channels.slack.mrkdwn import TEXT_LIMIT, chunks, to_mrkdwn
+from channels.slack.mrkdwn import TEXT_LIMIT, to_mrkdwn
+from channels.text import chunks
 from contract import utf16_len
 
 
@@ -84,7 +85,7 @@ def test_plain_words_come_out_as_typed(text):
 
 def test_chunks_split_at_paragraphs_and_keep_code_fences_balanced():
     text = to_mrkdwn("intro\n\n```\n" + "line & more\n" * 1000 + "```\n\nend")
-    parts = chunks(text)
+    parts = chunks(text, TEXT_LIMIT)
     assert len(parts) > 1
     assert all(utf16_len(p) <= TEXT_LIMIT for p in parts)
     assert all(p.count("```") % 2 == 0 for p in parts)
