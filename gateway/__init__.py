@@ -1,15 +1,6 @@
-"""slashgate's gateway: the core pipeline, sessions, runtimes and the ports channels implement."""
+"""slashgate's gateway: the core pipeline, sessions, runtimes and the ports channels implement.
 
-from .core import Gateway
-from .inbound import Attachment, InboundMessage, Outcome, Reply, ReplySink
-from .settings import CoreSettings
-
-__all__ = [
-    "Attachment",
-    "CoreSettings",
-    "Gateway",
-    "InboundMessage",
-    "Outcome",
-    "Reply",
-    "ReplySink",
-]
+What channels and runtimes see is published in ``gateway.api``. This package imports nothing
+itself, so that a process that needs one module (the state store for ``slashgate access``, the
+settings for ``slashgate check``) does not pay for the whole core.
+"""

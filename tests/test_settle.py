@@ -6,17 +6,22 @@ so that its first start is the process's first.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from tests.http import ROOT
 
 SCRIPT = textwrap.dedent(
     """
-    import asyncio, gc, weakref
+    import asyncio, gc, sys, weakref
+    from slashgate.config import Settings
     from slashgate.server import running
-    from tests.conftest import make_settings
+
+    def make_settings() -> Settings:  # loopback, a free port, nothing kept
+        return Settings(port=0, store="memory", workspace=sys.argv[1])
 
     class Node:
         pass
@@ -46,10 +51,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_frozen_while_serving_and_no_garbage_kept_after() -> None:
+def test_frozen_while_serving_and_no_garbage_kept_after(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+        [sys.executable, "-c", SCRIPT, str(tmp_path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "first start: garbage made before it freed: True",
