@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/pacing.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
+	$(BIN)/python bench/soak.py --quick
 
 clean:
 	rm -rf $(VENV) .tools

@@ -99,7 +99,7 @@ class CoreSettings(BaseSettings):
     inventory_wait: float = Field(5.0, ge=0)
     open_timeout: float = Field(120.0, gt=0)  # a runtime session's open; then it is retried
     cancel_grace: float = Field(5.0, gt=0)
-    max_sessions: int = Field(10_000, ge=1)
+    max_sessions: int = Field(2_000, ge=1)  # 256 MiB at worst: docs/operations.md
     interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
     catalog: dict[str, str] = {}
     show_reasoning: Literal["collapsed", "off"] = "collapsed"  # the agent's thoughts in chats
