@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long lint bench clean tools pi fast-agent
+.PHONY: run test test-long lint bench clean tools pi fast-agent claude-agent-acp
 
 # pip -qq: errors only; the build backend's warnings would push `make run`'s URL off the screen.
 $(STAMP): pyproject.toml
@@ -18,20 +18,23 @@ run: $(STAMP)
 	$(BIN)/slashgate serve
 
 # The pi runtime's tests run the real pi (npm), the ACP tests a real fast-agent (PyPI, on
-# Python 3.13); both installed locally, idempotently (well under a second when already there).
-tools: pi fast-agent
+# Python 3.13) and the real claude-agent-acp (npm, its model a local mock); all installed
+# locally, idempotently (well under a second when already there).
+tools: pi fast-agent claude-agent-acp
 pi:
 	bash scripts/install-pi.sh
 fast-agent:
 	bash scripts/install-fast-agent.sh
+claude-agent-acp:
+	bash scripts/install-claude-agent-acp.sh
 
 # The whole suite on TEST_WORKERS pytest-xdist workers (0: in one process), one more than the
 # cores: many tests wait on subprocesses and sockets. Tests that share a resource carry an
-# xdist_group mark and run on one worker. The venv and both agents install at once (they are
+# xdist_group mark and run on one worker. The venv and the agents install at once (they are
 # independent). docs/testing.md has the timings and how to run one area alone.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 test:
-	@$(MAKE) --no-print-directory -j3 $(STAMP) tools
+	@$(MAKE) --no-print-directory -j4 $(STAMP) tools
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # make test with the fault-injection run at CI length: more gateway lives SIGKILLed.
@@ -50,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/pacing.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
+	$(BIN)/python bench/soak.py --quick
 
 clean:
 	rm -rf $(VENV) .tools

@@ -120,8 +120,9 @@ class CoreSettings(BaseSettings):
     cancel_grace: float = Field(5.0, gt=0)
     """Seconds a runtime has to honour a cancel, and running inputs to finish when the gateway
     stops."""
-    max_sessions: int = Field(10_000, ge=1)
-    """Conversations kept; beyond that the least recently used idle one is closed."""
+    max_sessions: int = Field(2_000, ge=1)
+    """Conversations kept; beyond that the least recently used idle one is closed (each costs
+    1.5-77 KiB; 2,000 keep the worst case near 200 MiB: docs/operations.md)."""
     interactive_only: list[str] = ["settings", "hotkeys", "theme", "themes"]
     """Commands that only run in an interactive TUI: they get the `interactive_only` text."""
     catalog: dict[str, str] = {}

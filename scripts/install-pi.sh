@@ -1,41 +1,8 @@
 #!/usr/bin/env bash
 # Installs the pinned pi coding agent (`pi --mode rpc`, used by the pi runtime and its tests)
-# into a project-local directory. Idempotent: does nothing when that version is already there.
-# No global install; install scripts are skipped, so nothing is downloaded besides registry
-# packages. pi is optional: without node/npm, or when npm fails (no registry), it says why,
-# writes that reason to $PREFIX/install-failed and exits 0; the pi tests then skip with it.
+# into .tools/pi (scripts/install-npm-tool.sh: idempotent, no global install, no install
+# scripts; without node/npm or a registry it says why in .tools/pi/install-failed and the pi
+# tests skip with that reason).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-PACKAGE="@mariozechner/pi-coding-agent"
-VERSION="${PI_VERSION:-0.73.1}"
-PREFIX="${PI_PREFIX:-.tools/pi}"
-FAILED="$PREFIX/install-failed"
-
-mkdir -p "$PREFIX" .tools
-# Keep the installed tree out of git without touching the project's .gitignore.
-[ -f .tools/.gitignore ] || printf '*\n' > .tools/.gitignore
-
-skip() {
-    echo "install-pi: $1; skipping pi (its tests will skip)" >&2
-    echo "$1" > "$FAILED"
-    exit 0
-}
-
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    skip "node/npm not found"
-fi
-
-manifest="$PREFIX/node_modules/$PACKAGE/package.json"
-if [ -f "$manifest" ] && [ -x "$PREFIX/node_modules/.bin/pi" ] \
-    && node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
-        "$(pwd)/$manifest" "$VERSION"; then
-    rm -f "$FAILED"
-    echo "install-pi: $PACKAGE@$VERSION already in $PREFIX"
-    exit 0
-fi
-
-npm install --prefix "$PREFIX" --no-audit --no-fund --ignore-scripts --loglevel=error \
-    "$PACKAGE@$VERSION" || skip "npm install $PACKAGE@$VERSION failed (is the npm registry reachable?)"
-rm -f "$FAILED"
-echo "install-pi: installed $PACKAGE@$VERSION in $PREFIX"
+exec bash "$(dirname "$0")/install-npm-tool.sh" pi "@mariozechner/pi-coding-agent" \
+    "${PI_VERSION:-0.73.1}" "${PI_PREFIX:-.tools/pi}" pi

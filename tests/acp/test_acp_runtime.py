@@ -28,14 +28,13 @@ from gateway.events import (
     ToolStart,
     UsageReported,
 )
-from gateway.inbound import InboundMessage, Reply
+from gateway.inbound import Reply
 from gateway.runtimes import Turn, build_runtime
 from slashgate.config import ConfigError, load_settings
 from tests.acp.prompts import AGENT, agent_settings, prompts
+from tests.acp.running import WAIT, inbound, send, started
 from tests.conftest import make_settings
 from tests.recorder import Recorder
-
-WAIT = 20.0
 
 
 def acp_settings(tmp_path: Path, agent: Path = AGENT, **overrides: Any) -> Any:
@@ -45,25 +44,8 @@ def acp_settings(tmp_path: Path, agent: Path = AGENT, **overrides: Any) -> Any:
 
 @asynccontextmanager
 async def gateway(tmp_path: Path, **overrides: Any) -> AsyncIterator[Gateway]:
-    settings = acp_settings(tmp_path, **overrides)
-    gw = Gateway(settings, build_runtime(settings))
-    await asyncio.wait_for(gw.start(), WAIT)
-    try:
+    async with started(acp_settings(tmp_path, **overrides)) as gw:
         yield gw
-    finally:
-        await asyncio.wait_for(gw.stop(), WAIT)
-
-
-def inbound(text: str, conversation: str = "c1", bot: str | None = None) -> InboundMessage:
-    return InboundMessage("test", conversation, "alice", text, bot_username=bot)
-
-
-async def send(
-    gw: Gateway, text: str, conversation: str = "c1", bot: str | None = None
-) -> Recorder:
-    sink = Recorder()
-    await asyncio.wait_for(gw.handle(inbound(text, conversation, bot), sink), WAIT)
-    return sink
 
 
 def names(commands: tuple[Command, ...]) -> list[str]:

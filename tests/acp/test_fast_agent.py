@@ -17,8 +17,10 @@ import aiohttp
 import pytest
 
 from gateway.runtimes import build_runtime
+from tests.acp.running import inbound, send, started
 from tests.conftest import make_settings
 from tests.http import read_events
+from tests.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_AGENT = ROOT / ".tools" / "fast-agent" / "bin"
@@ -115,3 +117,18 @@ async def test_fast_agent_through_the_webhook(tmp_path: Path, gateway_server: An
         assert tools[-1]["status"] == "completed" and tools[-1]["output"] == "cleaned build"
         reply = seen[-1][1]["reply"]
         assert reply["category"] is None and "cleaned build" in reply["text"]
+
+
+async def test_fast_agent_answers_the_first_message_after_a_cancel(tmp_path: Path) -> None:
+    """A turn cancelled while fast-agent waits for a tool's permission; the next message gets
+    its real answer (the passthrough model says it back), and so does the one after.
+    """
+    async with started(fast_agent_settings(tmp_path), wait=180) as gw:
+        held = Recorder()
+        call = "***CALL_TOOL clean " + json.dumps({"path": "build"})
+        turn = asyncio.ensure_future(gw.handle(inbound(call, "fa"), held))
+        await asyncio.wait_for(held.permission, 180)
+        assert (await send(gw, "/cancel", "fa")).text == "Cancelled the running turn."
+        await asyncio.wait_for(turn, 60)
+        assert (await send(gw, "after the cancel", "fa", wait=120)).text == "after the cancel"
+        assert (await send(gw, "later", "fa", wait=60)).text == "later"

@@ -34,6 +34,7 @@ from ...store import BoundedTTLMap
 from ...tasks import BackgroundTasks
 from ..stdio import StderrPipe, end_group, exited, revealed, spawn
 from ..workspace import AgentPlace
+from .lenient import LENIENT, UpdateTransport, read_update
 
 log = logging.getLogger("slashgate.acp")
 
@@ -59,13 +60,30 @@ class Listener(Protocol):
 class _Client:
     """The client side the agent calls back. One per agent process (``generation``)."""
 
-    def __init__(self, agent: AcpAgent, generation: int) -> None:
+    def __init__(self, agent: AcpAgent, generation: int, pid: int) -> None:
         self._agent = agent
         self._generation = generation
+        self._pid = pid
+        self._faulted = False  # a notification out of shape was logged (once per process)
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        # No await before routing: the SDK runs every notification as its own task.
-        self._agent.route(self._generation, session_id, update)
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Each ``session/update`` (``UpdateTransport`` hands them over under ``LENIENT``), read
+        leniently. No await before routing: the SDK runs every notification as its own task.
+        """
+        if method != LENIENT:
+            return
+        read = read_update(params)
+        if read.faults and not self._faulted:
+            self._faulted = True
+            log.warning(
+                "ACP agent %s sent a session/update out of the protocol's shape (%s): %s; "
+                "further ones from this process are read the same way without a word",
+                self._pid,
+                "; ".join(read.faults),
+                "read without those fields" if read.update is not None else "dropped",
+            )
+        if read.session_id is not None and read.update is not None:
+            self._agent.route(self._generation, read.session_id, read.update)
 
     async def request_permission(
         self,
@@ -182,7 +200,8 @@ class AcpAgent:
         stderr.started()
         assert process.stdin is not None and process.stdout is not None
         conn = ClientSideConnection(
-            cast(Client, _Client(self, generation)), process.stdin, process.stdout
+            cast(Client, _Client(self, generation, process.pid)),
+            UpdateTransport(process.stdout, process.stdin),
         )
         self._tasks.spawn(stderr.drain(log, f"acp agent {process.pid}"))
         self._starting = process
@@ -250,6 +269,24 @@ class AcpAgent:
         self, conn: ClientSideConnection, session_id: str
     ) -> LoadSessionResponse:
         return await conn.load_session(cwd=str(self.cwd), session_id=session_id, mcp_servers=[])
+
+    @property
+    def reopens_sessions(self) -> bool:
+        """The agent offers ``session/close`` and ``session/load``: a session can be opened
+        again afresh with its history.
+        """
+        caps = self._live.init.agent_capabilities if self._live else None
+        sessions = caps.session_capabilities if caps else None
+        return self.loads_sessions and sessions is not None and sessions.close is not None
+
+    async def close_session(self, conn: ClientSideConnection, session_id: str) -> bool:
+        """``session/close``, bounded by the cancel grace; False when it failed or took longer."""
+        try:
+            await asyncio.wait_for(conn.close_session(session_id=session_id), self.cancel_grace)
+        except (Exception, TimeoutError) as exc:
+            log.info("ACP session %s not closed: %s", session_id, exc or type(exc).__name__)
+            return False
+        return True
 
     def register(self, session: Listener) -> None:
         assert session.session_id is not None

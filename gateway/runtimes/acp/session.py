@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator
 from functools import partial
@@ -20,6 +21,7 @@ from acp.schema import (
     DeniedOutcome,
     LoadSessionResponse,
     NewSessionResponse,
+    PromptResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
@@ -79,16 +81,20 @@ class AcpSession(RuntimeSession):
         self._listed = False  # a non-empty command list came (after it, empty withdraws all)
         self._after_cancel = False  # the last prompt was cancelled (the agent got session/cancel)
         self._heard = False  # the turn in flight got something from the agent besides its end
+        self._stirred = 0.0  # when the last update of this session came (monotonic)
+        self._reopening = False  # the session is opened again mid-turn: its history is no reply
 
     # -- the ACP session ------------------------------------------------------------------
 
-    async def connect(self) -> ClientSideConnection:
-        """The live connection, with this conversation's ACP session on it (new after a restart)."""
+    async def connect(self, load: bool = True) -> ClientSideConnection:
+        """The live connection, with this conversation's ACP session on it (after a restart,
+        the one it had where the agent can load it, else a new one; ``load`` False: new).
+        """
         conn, generation = await self.agent.connection()
         if generation == self._generation and self.session_id is not None:
             return conn
         response: LoadSessionResponse | NewSessionResponse | None
-        response = await self._load(conn, generation)
+        response = await self._load(conn, generation) if load else None
         if response is None:
             created = await self.agent.new_session(conn)
             self.session_id, self._generation, self._conn = created.session_id, generation, conn
@@ -126,6 +132,7 @@ class AcpSession(RuntimeSession):
         """One ``session/update``. Synchronous on purpose: the SDK runs each notification as its
         own task, so queueing before any await is what keeps the agent's order.
         """
+        self._stirred = time.monotonic()
         if isinstance(update, AvailableCommandsUpdate):
             commands = tuple(command(c) for c in update.available_commands)
             if not commands and not self._listed:
@@ -139,7 +146,7 @@ class AcpSession(RuntimeSession):
         elif isinstance(update, ConfigOptionUpdate):
             if (options := config_options(update.config_options)) is not None:
                 self._updates(options)
-        elif self._queue is not None:
+        elif self._queue is not None and not self._reopening:
             for event in turn_events(update):
                 self._heard = True
                 self._queue.put_nowait(event)
@@ -178,16 +185,7 @@ class AcpSession(RuntimeSession):
         try:
             response = await conn.prompt(session_id=session_id, prompt=blocks)
             if self._after_cancel and response.stop_reason == "end_turn" and not self._heard:
-                # claude-agent-acp answers the first prompt after a cancelled one with an
-                # empty turn: the user did nothing wrong, so it goes once more, and only a
-                # second empty answer reaches the user (the core words it).
-                log.warning(
-                    "the agent answered the first prompt after a cancel in %s with nothing: "
-                    "sending it once more",
-                    self.key,
-                )
-                self._after_cancel = False
-                response = await conn.prompt(session_id=session_id, prompt=blocks)
+                response = await self._once_more(conn, session_id, blocks)
             self._after_cancel = response.stop_reason == "cancelled"
             if response.usage is not None:
                 queue.put_nowait(usage(response.usage))
@@ -195,6 +193,78 @@ class AcpSession(RuntimeSession):
         except Exception as exc:
             log.warning("prompt failed in %s: %s", self.key, error_text(exc))
             queue.put_nowait(_failure(exc))
+
+    async def _once_more(
+        self, conn: ClientSideConnection, session_id: str, blocks: list[Any]
+    ) -> PromptResponse:
+        """claude-agent-acp answers the first prompt after a cancelled one with an empty turn:
+        the user did nothing wrong, so it goes once more. In the same session it would bring
+        the late answer to the first try too (claude-agent-acp streams both), or at times no
+        answer at all: where the agent can close and load sessions, the session is opened
+        again first (``_reopen``, history kept). Elsewhere the prompt goes once more in the
+        same session, and once that has been silent for the cancel grace, it is cancelled and
+        the session opened again. Only an empty answer from the last try reaches the user (the
+        core words it).
+        """
+        self._after_cancel = False
+        if self.agent.reopens_sessions:
+            log.warning(
+                "the agent answered the first prompt after a cancel in %s with nothing: "
+                "its session is opened again for it",
+                self.key,
+            )
+            return await self._prompt_reopened(conn, session_id, blocks)
+        log.warning(
+            "the agent answered the first prompt after a cancel in %s with nothing: "
+            "sending it once more",
+            self.key,
+        )
+        retry = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=blocks))
+        try:
+            if await self._answers(retry):
+                return retry.result()
+        finally:
+            retry.cancel()
+        log.warning(
+            "the agent did not answer the prompt sent once more in %s for %.0f s: "
+            "its session is opened again",
+            self.key,
+            self.agent.cancel_grace,
+        )
+        await self._send_cancel(conn, session_id)
+        return await self._prompt_reopened(conn, session_id, blocks)
+
+    async def _prompt_reopened(
+        self, conn: ClientSideConnection, session_id: str, blocks: list[Any]
+    ) -> PromptResponse:
+        conn = await self._reopen(conn, session_id)
+        assert self.session_id is not None
+        return await conn.prompt(session_id=self.session_id, prompt=blocks)
+
+    async def _answers(self, prompt: asyncio.Future[PromptResponse]) -> bool:
+        """Whether ``prompt`` ends before the agent has been silent for the cancel grace."""
+        self._stirred = time.monotonic()
+        while True:
+            silent = self._stirred + self.agent.cancel_grace - time.monotonic()
+            if silent <= 0:
+                return False
+            done, _ = await asyncio.wait({prompt}, timeout=silent)
+            if done:
+                return True
+
+    async def _reopen(self, conn: ClientSideConnection, session_id: str) -> ClientSideConnection:
+        """This conversation's ACP session opened again, without a word to the user: closed and
+        loaded where the agent offers both (the conversation keeps its history), else a new
+        one (loading a session still open may hand back the stuck one). What the agent replays
+        of the history meanwhile is not part of the turn.
+        """
+        self.agent.unregister(self)
+        load = self.agent.reopens_sessions and await self.agent.close_session(conn, session_id)
+        self._generation, self._reopening = -1, True
+        try:
+            return await self.connect(load)
+        finally:
+            self._reopening = False
 
     async def _stop(self, conn: ClientSideConnection, session_id: str) -> None:
         """The turn outlived its reader: answer its permission requests, then cancel it."""
