@@ -37,6 +37,25 @@ class _Call:
 _IN_FLIGHT: ContextVar[_Call | None] = ContextVar("slashgate_slack_paced_call", default=None)
 
 
+@dataclass(slots=True)
+class Queued:
+    """Whether a task's paced call waits for its turn: it has not gone out yet, and a cancel
+    there costs no call (see ``watch``).
+    """
+
+    waiting: bool = False
+
+
+_QUEUED: ContextVar[Queued | None] = ContextVar("slashgate_slack_queued", default=None)
+
+
+def watch() -> Queued:
+    """From now on in this task (a preview's), ``waiting`` tells whether its call waits."""
+    queued = Queued()
+    _QUEUED.set(queued)
+    return queued
+
+
 class SlackPacing:
     def __init__(self, settings: SlackSettings, store: StateStore) -> None:
         self.per_channel = Rate(settings.slack_rate_channel)
@@ -104,7 +123,14 @@ class PacedWebClient(AsyncWebClient):
         given = [d for d in (json, data, params) if isinstance(d, dict) and d.get("channel")]
         call = _Call(api_method, str(given[0]["channel"]), self.urgent) if given else None
         if call is not None:
-            await self.pacing.pace(call.method, call.channel, call.urgent)
+            queued = _QUEUED.get()
+            if queued is not None:
+                queued.waiting = True
+            try:
+                await self.pacing.pace(call.method, call.channel, call.urgent)
+            finally:
+                if queued is not None:
+                    queued.waiting = False
         token = _IN_FLIGHT.set(call)
         try:
             return await super().api_call(

@@ -67,3 +67,16 @@ async def test_the_next_command_after_a_visible_reply_runs_while_the_budget_is_s
             await h.channel.drain(WAIT)
     assert busy == [], "no command found the conversation busy"
     assert replies(fake, "C1") == ["done", "done"]
+
+
+async def test_a_one_line_reply_is_one_post(gateway_server):
+    """Ready at once, or shown as a preview before the turn ended: one chat.postMessage."""
+    stop = asyncio.Event()
+    async with fake_slack() as fake:
+        runtime = ScriptedRuntime(script(fake, stop), COMMANDS)
+        async with slack_gateway(gateway_server, fake, runtime) as h:
+            await h.slack.command("/agent", "hi", channel="C1",
+                                  response_url=fake.response_url("a"))  # fmt: skip
+            await h.channel.drain(WAIT)
+    assert replies(fake, "C1") == ["done"]
+    assert [c.method for c in fake.calls if c.method.startswith("chat.")] == ["chat.postMessage"]
