@@ -1,5 +1,6 @@
-"""What a one-line reply costs in Bot API calls: one, whether it was ready at once or showed
-as a preview first (the final text equal to the preview costs no call).
+"""What a reply costs in Bot API calls and time: a one-line reply one call, whether it was
+ready at once or showed as a preview first (the final text equal to the preview costs no
+call); a reply in three messages goes in one burst at Telegram's own rates.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import asyncio
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd
 
-from .fake_bot_api import WAIT, FakeBotAPI
+from .fake_bot_api import WAIT, FakeBotAPI, Limits
 from .helpers import GROUP, PRIVATE, Scripted, Start, message_update
 
 GO = Command(name="go", description="Go")
@@ -45,3 +46,20 @@ async def test_a_group_reply_its_preview_showed_already_costs_no_edit(
         await asyncio.wait_for(served.channel.intake.drain(), WAIT)
     assert calls(fake) == {"sendMessage": 1, "editMessageText": 0, "sendMessageDraft": 0}
     assert fake.texts(GROUP) == ["done"]
+
+
+async def test_a_reply_in_three_messages_goes_in_one_burst(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    fake.enforce(Limits())  # Telegram's own figures, answered with 429 beyond them
+    runtime = Scripted(GO)
+    rates = {"telegram_rate_global": 30.0, "telegram_rate_private": 1.0}
+    async with telegram(runtime, **rates) as served:
+        await served.post(message_update(PRIVATE, "/go"))
+        turn = await runtime.next_turn()
+        turn.emit(MessageDelta("\n\n".join(["word " * 700] * 3)), MessageEnd())
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+    sent = fake.calls_to("sendMessage")
+    assert len(sent) == 3 and fake.flooded() == []
+    # One a second would take two seconds; the chat's short burst takes them at once.
+    assert sent[-1].at - sent[0].at < 1.0
