@@ -87,6 +87,7 @@ class Conversation:
         "_waiters",
         "after_cancel",
         "aliases",
+        "delivering",
         "info",
         "inventory_due",
         "inventory_known",
@@ -125,6 +126,9 @@ class Conversation:
         self.inventory_due = 0.0  # loop time until which inputs wait for the first command list
         self._opening: asyncio.Future[RuntimeSession] | None = None  # None once open
         self.run: RunState | None = None
+        # The last turn's reply while it is still going out (the run slot is free by then):
+        # the next turn's output waits for it (``delivery.Behind``).
+        self.delivering: asyncio.Future[None] | None = None
         # Pending permission requests: id -> the option ids offered, oldest first.
         self.permissions: dict[str, frozenset[str]] = {}
         self.aliases: dict[str, str] = {}  # inventory name -> the agent's own (hygiene)

@@ -1,15 +1,18 @@
 """Delivery, the last stage of an input: its reply to the channel's sink, then the journal's
-final state, and the one log line of the input. Also the sink's hooks as the stages call them.
+final state, and the one log line of the input. Also the sink's hooks as the stages call them,
+and a turn's output held behind the previous turn's reply while that is still going out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 
 from contract import Classification, ComposerInputMessage
 
 from . import logs
+from .events import RuntimeEvent
 from .inbound import Outcome, Reply, ReplySink
 from .journal import Journal
 from .state import Entry
@@ -42,6 +45,75 @@ async def safely(step: Awaitable[None]) -> None:
         await step
     except Exception:
         log.exception(_RENDER_FAILED)
+
+
+class Behind(ReplySink):
+    """A turn's sink while the previous turn's reply is still going out (``prior``): what
+    this turn shows follows that reply, never overtakes it. Text gathers meanwhile and goes
+    to the sink at once when that reply is out (the previews between are skipped); an event
+    and the final reply wait for it; a final reply that comes first makes the gathered text
+    moot. Acknowledgements (``accepted``, ``queued``) say nothing in the chat: at once.
+    """
+
+    def __init__(self, prior: asyncio.Future[None], sink: ReplySink) -> None:
+        self._prior = prior
+        self._sink = sink
+        self._kept = hooks(type(sink))
+        self._held: list[str] = []
+        self._showing: asyncio.Future[None] | None = None
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        if "accepted" in self._kept:
+            await self._sink.accepted(classification, forwarded)
+
+    async def queued(self, ahead: int) -> None:
+        if "queued" in self._kept:
+            await self._sink.queued(ahead)
+
+    async def delta(self, text: str) -> None:
+        if self._caught_up():
+            await self._sink.delta(text)
+            return
+        self._held.append(text)
+        if self._showing is None:
+            self._showing = asyncio.ensure_future(self._show())
+
+    async def event(self, event: RuntimeEvent) -> None:
+        await self._settled()
+        await self._sink.event(event)
+
+    async def final(self, reply: Reply) -> None:
+        if self._showing is not None and not self._prior.done():
+            self._showing.cancel()  # nothing shown yet: the final reply says it all
+        await self._settled()
+        if "final" in self._kept:
+            await self._sink.final(reply)
+
+    async def completed(self, outcome: Outcome) -> None:
+        if "completed" in self._kept:
+            await self._sink.completed(outcome)
+
+    async def aclose(self) -> None:
+        if self._showing is not None:
+            self._showing.cancel()
+
+    def _caught_up(self) -> bool:
+        return self._prior.done() and (self._showing is None or self._showing.done())
+
+    async def _settled(self) -> None:
+        # asyncio.wait: this caller's cancel must not cancel the previous turn's delivery.
+        await asyncio.wait({self._prior})
+        if self._showing is not None:
+            await asyncio.wait({self._showing})
+
+    async def _show(self) -> None:
+        await asyncio.wait({self._prior})
+        while self._held:  # text that comes while the sink takes some goes next
+            text = "".join(self._held)
+            self._held.clear()
+            await safely(self._sink.delta(text))
 
 
 class Delivery:

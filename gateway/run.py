@@ -16,7 +16,7 @@ from contract import Classification, ComposerInputMessage
 from . import logs
 from .contracts import Contracts
 from .conversation import Conversation, RunState
-from .delivery import STREAMING, Delivery, safely
+from .delivery import STREAMING, Behind, Delivery, safely
 from .events import (
     Answered,
     ErrorEvent,
@@ -81,14 +81,20 @@ class Runs:
         """Run an input that holds ``conv``'s slot (``conv.acquire``) and deliver its reply.
         ``name``: the command as the user typed it; ``agent_name``: as the agent knows it.
 
-        The slot is held until the reply is delivered: the next turn of this conversation
-        may not reply before it. It is not held for the journal's "delivered" write after
-        that: a command sent the instant the reply lands must not find the chat busy.
+        The slot is let go of when the runtime's turn ends: the reply goes out after that,
+        and the next turn of this conversation runs meanwhile, its output held behind this
+        reply (``Behind``), so "busy" means a turn still running, never its delivery. With
+        a shared store the conversation's lease is held until the reply is delivered: the
+        next turn, whichever replica takes it, waits for it there.
         """
         journal, conversations = self._journal, self._conversations
         held: Held | None = None
         holder: asyncio.Task[None] | None = None
         delivered = False
+        mine: asyncio.Future[None] | None = None  # this reply's delivery, once the slot is free
+        prior = conv.delivering
+        if prior is not None and not prior.done():
+            sink = Behind(prior, sink)
         try:
             if entry is not None:
                 entry.state, entry.command = "running", name
@@ -112,20 +118,30 @@ class Runs:
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
                     await journal.mark(entry, held.lease if held else None)
+            mine = _free(conv)
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
             delivered = True
         except StoreUnavailable as exc:  # no turn order to be had across replicas
             reply = self._contracts.failed(name, str(exc))
+            if mine is None:
+                mine = _free(conv)
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
             delivered = True
         finally:
+            if mine is None:
+                conv.release()
+            else:
+                mine.set_result(None)
+                if conv.delivering is mine:
+                    conv.delivering = None
+            if isinstance(sink, Behind):
+                await sink.aclose()
             if holder is not None:
                 holder.cancel()
             if held is not None and delivered and entry is not None:
                 await journal.release_finished(held, entry)  # one round trip for both
             elif held is not None:
                 await journal.release(held)
-            conv.release()
         if entry is not None:
             await journal.finish(entry)
         return outcome
@@ -263,6 +279,16 @@ class Runs:
         log.exception("runtime failed in %s", conv.key, exc_info=exc)
         self._metrics.runtime_crashed(self._runtime.name, "turn")
         return self._contracts.failed(name, str(exc) or type(exc).__name__)
+
+
+def _free(conv: Conversation) -> asyncio.Future[None]:
+    """The runtime's turn is over: the conversation takes its next input now. The future is
+    this turn's delivery, which that input's output waits for.
+    """
+    mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    conv.delivering = mine
+    conv.release()
+    return mine
 
 
 def _end(conv: Conversation, state: RunState, bound: logs.Token) -> None:

@@ -22,11 +22,13 @@ import gateway.runtimes.acp
 import gateway.runtimes.electric
 import gateway.runtimes.pi  # noqa: F401
 from contract import Classification, Command
+from gateway.core import Gateway
 from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from slashgate.config import Settings
 from slashgate.server import Running, running
 from tests.http import WORKSPACE
+from tests.probe import Probe
 
 # Every async test runs under the loop watchdog; pytester runs it in its own self-test.
 pytest_plugins = ["tests.loop_watchdog", "pytester"]
@@ -134,3 +136,14 @@ def gateway_server() -> ServerFactory:
             yield server
 
     return start
+
+
+@pytest.fixture
+async def probe_gateway() -> AsyncIterator[tuple[Gateway, Probe]]:
+    """A started gateway (no channel) on the ``Probe`` runtime; stopped after the test."""
+    probe = Probe()
+    gateway = Gateway(make_settings(), probe.runtime())
+    await gateway.start()
+    yield gateway, probe
+    probe.gate.set()
+    await gateway.stop()

@@ -40,16 +40,6 @@ def message(text: str, conversation: str = "c1", **extra: Any) -> InboundMessage
     return InboundMessage(channel="test", conversation=conversation, user="u1", text=text, **extra)
 
 
-@pytest.fixture
-async def probe_gateway() -> AsyncIterator[tuple[Gateway, Probe]]:
-    probe = Probe()
-    gateway = Gateway(make_settings(), probe.runtime())
-    await gateway.start()
-    yield gateway, probe
-    probe.gate.set()
-    await gateway.stop()
-
-
 async def start_wait(gateway: Gateway, probe: Probe) -> tuple[asyncio.Task[Outcome], RecordingSink]:
     sink = RecordingSink()
     task = asyncio.create_task(gateway.handle(message("/wait"), sink))

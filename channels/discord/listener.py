@@ -22,6 +22,7 @@ from .settings import DiscordSettings
 log = logging.getLogger("slashgate.discord")
 
 INTENTS = hikari.Intents.DM_MESSAGES | hikari.Intents.GUILD_MESSAGES
+SHARD_RETRIES = "keep alive (shard "  # the name of hikari's task that connects a shard
 
 
 def gateway_bot(settings: DiscordSettings) -> hikari.GatewayBot:
@@ -58,6 +59,7 @@ class Listener:
         self.inputs = inputs
         self.me: int | None = None  # the bot's user id, from READY
         self._task: asyncio.Task[None] | None = None
+        self._before: set[asyncio.Task[object]] = set()  # the loop's tasks before the start
 
     @property
     def connected(self) -> bool:
@@ -69,13 +71,27 @@ class Listener:
         self.bot.subscribe(hikari.ShardReadyEvent, self._ready)
         self.bot.subscribe(hikari.DMMessageCreateEvent, self._message)
         self.bot.subscribe(hikari.GuildMessageCreateEvent, self._message)
+        self._before = asyncio.all_tasks()
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
+        if self._task is not None and not self.bot.shards:  # still connecting
+            self._task.cancel()
         if self.bot.is_alive:
             await self.bot.close()
         if self._task is not None:
-            await self._task
+            await asyncio.wait({self._task})
+        # A shard that never connected is not the bot's yet: close() leaves its retries
+        # running (hikari shields them), until the process exits. They go with the bot.
+        retrying = [
+            task
+            for task in asyncio.all_tasks() - self._before
+            if task.get_name().startswith(SHARD_RETRIES) and not task.done()
+        ]
+        for task in retrying:
+            task.cancel()
+        if retrying:
+            await asyncio.wait(retrying)
 
     async def _run(self) -> None:
         try:

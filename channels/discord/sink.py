@@ -46,6 +46,7 @@ class DiscordSink(AnsweringSink):
         self._shown: str | None = None  # what the original response shows of the reply
         self._dirty = asyncio.Event()
         self._stream: asyncio.Task[None] | None = None
+        self._editing: asyncio.Future[None] | None = None  # a preview's edit, once it went
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
@@ -97,11 +98,17 @@ class DiscordSink(AnsweringSink):
             await self.messages.delete()
 
     async def _stop_streaming(self) -> None:
+        """No more previews; one that went out lands first (else the final reply, not knowing
+        what it shows, would edit again).
+        """
         if self._stream is not None:
             self._stream.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._stream
             self._stream = None
+        if self._editing is not None:
+            await asyncio.wait({self._editing})
+            self._editing = None
 
     async def _streaming(self) -> None:
         """After one interval, show the text so far; again at most once an interval while
@@ -112,5 +119,9 @@ class DiscordSink(AnsweringSink):
             await self._dirty.wait()
             self._dirty.clear()
             text = preview(self._text)
-            if await self.messages.edit(text):
-                self._shown = text
+            self._editing = asyncio.ensure_future(self._edit(text))
+            await asyncio.shield(self._editing)
+
+    async def _edit(self, text: str) -> None:
+        if await self.messages.edit(text):
+            self._shown = text

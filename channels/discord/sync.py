@@ -69,11 +69,13 @@ class CommandSync:
     async def publish(self) -> int:
         """Overwrite each scope whose list differs from ours; how many were written. A
         configured guild whose write fails is logged, the others are still written, and it
-        is tried again at the next publication (``failed`` lists it until then).
+        is tried again at the next publication (``failed`` lists it until then). A global
+        list Discord refuses is raised, once the guilds' own lists are written.
         """
         async with self._lock:  # one publication at a time: the last list wins
             written = 0
             failed: set[int] = set()
+            refused: Exception | None = None
             await self._application()  # a refused token stops it all, said once
             for guild in self.guilds:
                 try:
@@ -82,13 +84,18 @@ class CommandSync:
                     failed.add(guild)
                     self._failed(guild, exc)
             if not self.guilds:
-                written += await self._write(hikari.UNDEFINED, self.commands)
+                try:
+                    written += await self._write(hikari.UNDEFINED, self.commands)
+                except Exception as exc:  # the guilds' own lists still go
+                    refused = exc
             if written:
                 log.info("published %d Discord commands", len(self.commands.builders))
             # Not tried twice in this call: pending for the next one (publish_guilds too).
             written += await self._publish_guilds(failed)
             self._pending.update(dict.fromkeys(failed))
             self.failed = tuple(sorted(failed))
+        if refused is not None:
+            raise refused
         return written
 
     async def publish_guilds(self) -> int:

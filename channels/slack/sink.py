@@ -89,7 +89,10 @@ class SlackSink(AnsweringSink):
         edit = self.stream.message_ts if reply.category is None else None
         messages = render(reply, TEXT_LIMIT - self.messages.room(edit))
         if edit is not None:
-            if not await self.messages.update(edit, messages[0]):
+            # The preview may show the reply already: then it costs no call.
+            if messages[0] != self.stream.rendered and not await self.messages.update(
+                edit, messages[0]
+            ):
                 return
             messages = messages[1:]
         for text in messages:

@@ -14,6 +14,7 @@ from gateway.api import Reply
 
 from .messages import Messages
 from .mrkdwn import TEXT_LIMIT, to_mrkdwn
+from .pacing import Queued, watch
 from .web import FAILURES, error_code
 
 log = logging.getLogger("slashgate.slack")
@@ -37,6 +38,8 @@ class ReplyStream:
         self._stream_broken = False
         self.message_ts: str | None = None  # the chat.update message
         self._shown = ""  # Markdown the chat.update message shows
+        self.rendered: str | None = None  # its mrkdwn, as last posted or updated
+        self._queued: Queued | None = None  # the flusher's call waits for its turn
         self._flusher: asyncio.Task[None] | None = None
         self._starting: asyncio.Handle | None = None  # the flusher, due on the next loop pass
         self._waiting = False
@@ -53,11 +56,14 @@ class ReplyStream:
             self._starting = asyncio.get_running_loop().call_soon(self._start_flushing)
 
     async def settle(self) -> None:
-        """Stop streaming before the final reply: cancel a wait, let an API call finish."""
+        """Stop streaming before the final reply: cancel a wait (for the interval, or for a
+        call's turn under the rate limits: a preview that has not gone out never will), let
+        a call that went out finish.
+        """
         self._closing = True
         task = self._flusher
         if task is not None and not task.done():
-            if self._waiting:
+            if self._waiting or (self._queued is not None and self._queued.waiting):
                 task.cancel()
             await asyncio.wait({task})
 
@@ -100,6 +106,7 @@ class ReplyStream:
 
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()
+        self._queued = watch()
         while not self._closing and self._dirty():
             if self._last_flush is not None:
                 wait = self._last_flush + self.outbox.update_interval - loop.time()
@@ -176,6 +183,8 @@ class ReplyStream:
             self.message_ts = await self.messages.post(rendered, preview=True)
             if self.message_ts is None:  # no message to update: the final reply says it all
                 self._closing = True
-        else:
-            await self.messages.update(self.message_ts, rendered, preview=True)
+            else:
+                self.rendered = rendered
+        elif await self.messages.update(self.message_ts, rendered, preview=True):
+            self.rendered = rendered
         self._shown = markdown

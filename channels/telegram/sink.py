@@ -72,6 +72,7 @@ class TelegramSink(ReplySink):
         self._previews: asyncio.Task[None] | None = None
         self._showing: asyncio.Future[None] | None = None
         self._placeholder: int | None = None
+        self._placeholder_shows: Chunk | None = None  # as last sent or edited
         self._draft = target.private and outbox.drafts
         self._started = asyncio.get_running_loop().time()
         self._activity: ActivityMessage | None = None  # made with the first agent event
@@ -140,7 +141,9 @@ class TelegramSink(ReplySink):
         chunk that cannot be delivered ends it: a reply with a hole would mislead.
         """
         first = 0
-        if self._placeholder is not None:
+        if self._placeholder is not None and chunks[0] == self._placeholder_shows:
+            first = 1  # the preview shows it already: no call
+        elif self._placeholder is not None:
             await self.outbox.throttle.wait(str(self.target.chat_id))
             try:
                 await persistently(
@@ -219,8 +222,10 @@ class TelegramSink(ReplySink):
             elif self._placeholder is None:
                 message = await send_chunk(self.bot, self.target, chunk, quote=True)
                 self._placeholder = message.message_id
+                self._placeholder_shows = chunk
             else:
                 await edit_chunk(self.bot, self.target, self._placeholder, chunk)
+                self._placeholder_shows = chunk
         except AiogramError as exc:  # a preview is best effort, not retried; the final is
             log.warning("preview not shown: %s", describe(exc))
 

@@ -1,8 +1,9 @@
-"""One caller at a time, the urgent ones first: the line in front of a rate limiter.
+"""One caller at a time, the urgent ones first: the line in front of a rate limit.
 
-aiolimiter serves its waiters in arrival order; the pacer puts a ``Gate`` before each limiter
-so that a final reply goes before the previews that were waiting, and so that only the head
-of the line waits inside the limiter.
+A caller holds its turn while it waits for a token, so that only the head of the line waits
+for the clock. A preview at the head gives way to a final reply: its ``Place.preempted`` is
+set as soon as an urgent caller joins the line, and it goes back in line (in its old place
+among the previews: ``order``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,18 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from heapq import heappop, heappush
+
+
+class Preempted(Exception):
+    """A preview gave way to a final reply: it goes back in line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    order: int  # the caller's place: given back to ``turn`` when it comes again
+    preempted: asyncio.Future[None] | None  # a preview's: set when it is to give way
 
 
 class Gate:
@@ -19,6 +31,7 @@ class Gate:
         self._line: list[tuple[int, int, asyncio.Future[None]]] = []
         self._busy = False
         self._order = itertools.count()
+        self._give_way: asyncio.Future[None] | None = None  # the holder's, a preview's
 
     @property
     def waiting(self) -> int:
@@ -26,24 +39,43 @@ class Gate:
         return len(self._line)
 
     @asynccontextmanager
-    async def turn(self, urgent: bool) -> AsyncIterator[None]:
+    async def turn(
+        self,
+        urgent: bool,
+        order: int | None = None,
+        abandon: asyncio.Future[None] | None = None,
+    ) -> AsyncIterator[Place]:
         """Wait for this caller's turn and hold it while inside. A caller cancelled while it
         waits takes no turn; one cancelled just as its turn came hands it to the next.
+        ``abandon`` done while it waits: it leaves the line (``Preempted``).
         """
+        loop = asyncio.get_running_loop()
+        place = next(self._order) if order is None else order
         if self._busy:
-            future = asyncio.get_running_loop().create_future()
-            heappush(self._line, (0 if urgent else 1, next(self._order), future))
+            future = loop.create_future()
+            heappush(self._line, (0 if urgent else 1, place, future))
+            if urgent and self._give_way is not None and not self._give_way.done():
+                self._give_way.set_result(None)
             try:
-                await future
-            except asyncio.CancelledError:
+                if abandon is None:
+                    await future
+                else:
+                    await asyncio.wait({future, abandon}, return_when=asyncio.FIRST_COMPLETED)
+                    if not future.done():
+                        future.cancel()  # passed over when its turn comes
+                        raise Preempted
+            except BaseException:
                 if future.done() and not future.cancelled():
                     self._hand_on()
                 raise
         else:
             self._busy = True
+        give_way = None if urgent else loop.create_future()
+        self._give_way = give_way
         try:
-            yield
+            yield Place(place, give_way)
         finally:
+            self._give_way = None
             self._hand_on()
 
     def _hand_on(self) -> None:

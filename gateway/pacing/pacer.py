@@ -3,29 +3,30 @@
 A call waits in two stages (docs/rate-limits.md): its chat's lane (the per-chat limit, one
 caller at a time, the urgent first), then the bot's budget (the global limit, shared between
 replicas through Redis where there are several, see ``shared``), where each conversation has
-at most one call waiting, so a chatty one cannot take everyone's turn. Final replies are
-urgent; previews are not, so under pressure they wait and the sink shows the latest text in
-the slot it gets (``slot``): the intermediate edits are skipped, the final text never.
-A 429 pauses its chat for the Retry-After; 429s in several chats at once pause the bot.
+at most one call waiting, so a chatty one cannot take everyone's turn. Each limit is a token
+bucket (``bucket``): the burst the platform allows goes at once, then one call an interval.
 
-Every limit spaces calls evenly (an aiolimiter leaky bucket of one): a burst at the limit
-leaves no room for the timing jitter between here and the platform.
+Final replies are urgent; previews are not. A preview takes a token only while the bucket
+keeps some for finals (``reserve_of``), and a preview waiting at the head of a line gives way
+as soon as a final joins it, so a final never waits behind a preview; under pressure previews
+wait, and the sink shows the latest text in the slot it gets (``slot``): the intermediate
+edits are skipped, the final text never. A 429 pauses its chat for the Retry-After; 429s in
+several chats at once pause the bot.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiolimiter import AsyncLimiter
-
 from gateway.store import BoundedTTLMap
 
-from .gate import Gate
+from .bucket import Bucket, reserve_of, sleep_unless
+from .gate import Gate, Preempted
 
 MAX_PAUSE = 600.0  # seconds: a Retry-After is remembered at most this long
 FLOOD_SPREAD = 3  # chats paused at once that mean the bot's own limit was hit
@@ -33,19 +34,20 @@ FLOOD_SPREAD = 3  # chats paused at once that mean the bot's own limit was hit
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """At most ``count`` calls per ``period`` seconds, evenly spaced; a count of 0 is no
-    limit.
+    """At most ``count`` calls per ``period`` seconds, ``burst`` of them at once (1: evenly
+    spaced); a count of 0 is no limit.
     """
 
     count: float
     period: float = 1.0
+    burst: int = 1
 
     @property
     def interval(self) -> float:
         return self.period / self.count if self.count > 0 else 0.0
 
-    def limiter(self) -> AsyncLimiter | None:
-        return AsyncLimiter(1, self.interval) if self.count > 0 else None
+    def bucket(self) -> Bucket | None:
+        return Bucket(self.interval, max(1, self.burst)) if self.count > 0 else None
 
 
 class Budget(Protocol):
@@ -53,7 +55,13 @@ class Budget(Protocol):
 
     async def prepare(self) -> None: ...
 
-    async def take(self) -> None: ...
+    async def take(self, urgent: bool, stops: Collection[asyncio.Future[None]]) -> float | None:
+        """Wait for a token (a preview leaves the reserve alone); what it was charged, for
+        ``settle``, or None when one of ``stops`` came first (nothing taken).
+        """
+        ...
+
+    def settle(self, charged: float, late: float) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -62,14 +70,27 @@ class LocalBudget:
     """The global limit of one process."""
 
     def __init__(self, rate: Rate) -> None:
-        self._limiter = rate.limiter()
+        self._bucket = rate.bucket()
+        self._reserve = reserve_of(max(1, rate.burst))
 
     async def prepare(self) -> None:
         return None
 
-    async def take(self) -> None:
-        if self._limiter is not None:
-            await self._limiter.acquire()
+    async def take(self, urgent: bool, stops: Collection[asyncio.Future[None]]) -> float | None:
+        bucket = self._bucket
+        if bucket is None:
+            return 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            wait = bucket.wait(loop.time(), 0 if urgent else self._reserve)
+            if wait <= 0:
+                return bucket.take(loop.time())
+            if not await sleep_unless(wait, stops):
+                return None
+
+    def settle(self, charged: float, late: float) -> None:
+        if self._bucket is not None:
+            self._bucket.settle(charged, late)
 
     async def aclose(self) -> None:
         return None
@@ -77,8 +98,9 @@ class LocalBudget:
 
 @dataclass(slots=True)
 class _Lane:
-    limiter: AsyncLimiter | None
-    interval: float
+    bucket: Bucket | None
+    rate: Rate
+    reserve: int
     gate: Gate = field(default_factory=Gate)
     users: int = 0
 
@@ -87,6 +109,12 @@ class _Lane:
 class _Ticket:
     urgent: bool
     prepaid: str | None = None  # a lane whose slot the next call there has already taken
+
+
+@dataclass(frozen=True, slots=True)
+class _Charge:
+    lane: float | None
+    budget: float | None
 
 
 _TICKET: ContextVar[_Ticket | None] = ContextVar("slashgate_pacing_ticket", default=None)
@@ -118,50 +146,94 @@ class Pacer:
         """Calls waiting for the global budget (one per conversation at most)."""
         return self._gate.waiting
 
-    async def pace(self, key: str, rate: Rate) -> None:
-        """Wait until a call to ``key`` may go: urgent unless made inside ``previewing`` or
-        ``slot`` (whose slot the first such call uses).
+    @asynccontextmanager
+    async def call(self, key: str, rate: Rate, urgent: bool | None = None) -> AsyncIterator[None]:
+        """Around one call to ``key``: wait for its turn, then its tokens count from when it
+        was answered. Urgent unless said otherwise or made inside ``previewing`` or ``slot``
+        (whose slot the first such call uses).
         """
         ticket = _TICKET.get()
         if ticket is not None and ticket.prepaid == key:
             ticket.prepaid = None
+            yield
             return
-        await self.acquire(key, rate, urgent=ticket is None or ticket.urgent)
+        if urgent is None:
+            urgent = ticket is None or ticket.urgent
+        async with self._paced(key, rate, urgent):
+            yield
+
+    async def acquire(self, key: str, rate: Rate, urgent: bool = True) -> None:
+        """Wait until a call to ``key`` may go (its tokens count from now)."""
+        await self._admit(key, rate, urgent)
 
     @asynccontextmanager
     async def slot(self, key: str, rate: Rate) -> AsyncIterator[None]:
         """A preview's slot, taken before its text is made (so that it shows the latest):
         the first call to ``key`` inside uses it, later ones are previews too.
         """
-        await self.acquire(key, rate, urgent=False)
-        token = _TICKET.set(_Ticket(urgent=False, prepaid=key))
+        async with self._paced(key, rate, urgent=False):
+            token = _TICKET.set(_Ticket(urgent=False, prepaid=key))
+            try:
+                yield
+            finally:
+                _TICKET.reset(token)
+
+    @asynccontextmanager
+    async def _paced(self, key: str, rate: Rate, urgent: bool) -> AsyncIterator[None]:
+        charge = await self._admit(key, rate, urgent)
+        loop = asyncio.get_running_loop()
+        went = loop.time()
         try:
             yield
         finally:
-            _TICKET.reset(token)
+            late = loop.time() - went
+            if charge.budget is not None:
+                self.budget.settle(charge.budget, late)
+            lane = self._busy.get(key) or self._idle.get(key)
+            if charge.lane is not None and lane is not None and lane.bucket is not None:
+                lane.bucket.settle(charge.lane, late)
 
-    async def acquire(self, key: str, rate: Rate, urgent: bool = True) -> None:
-        """Wait for ``key``'s lane, then for the global budget; a caller cancelled on the way
-        takes no slot from anyone.
+    async def _admit(self, key: str, rate: Rate, urgent: bool) -> _Charge:
+        """Wait for ``key``'s lane and its token, then for the global budget; a caller
+        cancelled on the way takes no token from anyone. A preview that gives way to a final
+        reply goes back in line, in its place among the previews.
         """
         lane = self._lane(key, rate)
-        loop = asyncio.get_running_loop()
+        places: list[int | None] = [None, None]
         try:
-            async with lane.gate.turn(urgent):
-                await self._unpaused(key)
-                if lane.limiter is not None:
-                    await lane.limiter.acquire()
-                since = loop.time()
-                async with self._gate.turn(urgent):
-                    await self._unpaused(None)
-                    await self.budget.take()
-                await self._unpaused(key)  # a 429 came meanwhile
-                if lane.limiter is not None and lane.interval > 0:
-                    # The chat's interval counts from now, when the call goes, not from when
-                    # the lane let it on to the global line.
-                    await lane.limiter.acquire(min(1.0, (loop.time() - since) / lane.interval))
+            while True:
+                try:
+                    return await self._through(key, lane, urgent, places)
+                except Preempted:
+                    continue
         finally:
             self._release(key, lane)
+
+    async def _through(
+        self, key: str, lane: _Lane, urgent: bool, places: list[int | None]
+    ) -> _Charge:
+        loop = asyncio.get_running_loop()
+        async with lane.gate.turn(urgent, places[0]) as mine:
+            places[0] = mine.order
+            stops = [mine.preempted] if mine.preempted is not None else []
+            await self._unpaused(key)
+            bucket = lane.bucket
+            reserve = 0 if urgent else lane.reserve
+            while bucket is not None and (wait := bucket.wait(loop.time(), reserve)) > 0:
+                if not await sleep_unless(wait, stops):
+                    raise Preempted
+            async with self._gate.turn(urgent, places[1], mine.preempted) as line:
+                places[1] = line.order
+                if line.preempted is not None:
+                    stops.append(line.preempted)
+                await self._unpaused(None)
+                charged = await self.budget.take(urgent, stops)
+                if charged is None:
+                    raise Preempted
+            await self._unpaused(key)  # a 429 came meanwhile
+            # The chat's token is taken now, when the call goes (time only adds tokens: the
+            # one seen free above still is).
+            return _Charge(None if bucket is None else bucket.take(loop.time()), charged)
 
     def pause(self, key: str, seconds: float) -> None:
         """The platform said to wait (a 429's Retry-After) in ``key``'s chat; when several
@@ -196,8 +268,8 @@ class Pacer:
         lane = self._busy.get(key)
         if lane is None:
             lane = self._idle.pop(key)
-            if lane is None or lane.interval != rate.interval:
-                lane = _Lane(rate.limiter(), rate.interval)
+            if lane is None or lane.rate != rate:
+                lane = _Lane(rate.bucket(), rate, reserve_of(max(1, rate.burst)))
             self._busy[key] = lane
         lane.users += 1
         return lane
@@ -206,4 +278,5 @@ class Pacer:
         lane.users -= 1
         if not lane.users:
             del self._busy[key]
-            self._idle.set(key, lane)  # its last call still counts against the next
+            if lane.bucket is not None and not lane.bucket.full(asyncio.get_running_loop().time()):
+                self._idle.set(key, lane)  # its tokens still count against the next call

@@ -9,14 +9,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import hikari
+import pytest
+from pydantic import SecretStr
+
+from channels.discord.bot import rest_bot
+from channels.discord.sync import CommandSync
 from contract import Command, CommandArgument
 from gateway.events import SessionUpdated
 from gateway.runtimes.base import RuntimeSession, UpdateListener
+from tests.conftest import make_settings
 from tests.slack.slack_harness import Held, ScriptedRuntime
 
-from .fake import FakeDiscord, fake_discord
+from .fake import BOT_TOKEN, FakeDiscord, fake_discord
 from .harness import Harness, discord_gateway
-from .interactions import CHANNEL, GUILD, command
+from .interactions import CHANNEL, GUILD, PUBLIC_KEY, command
 from .plain_harness import ROOM, mentioning, plain_gateway
 
 GO = Command(name="go", description="Go")
@@ -173,3 +180,27 @@ async def test_a_guild_discord_refused_is_published_at_the_next_change(gateway_s
     assert failed == [
         f"publishing the Discord commands of guild {GUILD} failed: HTTP 403 Missing Access"
     ]
+
+
+async def test_a_global_list_discord_refuses_leaves_the_guilds_lists_published():
+    async with fake_discord() as fake:
+        settings = make_settings(
+            discord_token=SecretStr(BOT_TOKEN),
+            discord_public_key=PUBLIC_KEY,
+            discord_api_base=fake.api_base,
+        )
+        rest = rest_bot(settings).rest
+        assert isinstance(rest, hikari.impl.RESTClientImpl)
+        sync = CommandSync(rest, "agent")
+        sync.update((GO,))
+        sync.scopes.seen(CHANNEL, int(GUILD))
+        sync.conversation_changed(CHANNEL, (GO, EXTRA))  # a conversation with its own
+        fake.refuse_once.add("global")
+        rest.start()
+        try:
+            with pytest.raises(hikari.ForbiddenError):  # said, as before
+                await sync.publish()
+        finally:
+            await rest.close()
+    assert "global" not in fake.commands
+    assert guild_names(fake, GUILD) == ["extra"]  # the guild's own list went all the same

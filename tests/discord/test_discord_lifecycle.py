@@ -1,12 +1,17 @@
 """The channel's lifecycle: ``slashgate check`` reaches Discord with the token, readiness, a
-busy session's refusal only for the user, and the stop answered with 503.
+busy session's refusal only for the user, the stop answered with 503, and a stop while the
+Gateway connection is still being tried that leaves nothing running.
 """
 
 from __future__ import annotations
 
+import asyncio
+import socket
+
 from pydantic import SecretStr
 
 from channels.discord.channel import DiscordChannel
+from channels.discord.listener import Listener, gateway_bot
 from contract import Command
 from gateway.core import Gateway
 from tests.conftest import make_settings, parity_runtime
@@ -15,6 +20,7 @@ from tests.slack.slack_harness import Held, ScriptedRuntime
 from .fake import BOT_TOKEN, fake_discord
 from .harness import WAIT, discord_gateway
 from .interactions import PUBLIC_KEY, command
+from .plain_harness import TOKEN
 
 DEPLOY = (Command(name="deploy"),)
 
@@ -60,3 +66,30 @@ async def test_while_stopping_interactions_are_refused_with_503(gateway_server) 
         h.channel.inputs.stopping = False
         await h.channel.inputs.drain(WAIT)
     assert status == 503 and body["error"]["code"] == "service_unavailable"
+
+
+def retrying() -> list[asyncio.Task[object]]:
+    """hikari's tasks that connect a shard, trying again and again."""
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("keep alive (shard ")]
+
+
+async def test_a_stop_while_the_gateway_connection_is_tried_leaves_no_retries() -> None:
+    with socket.socket() as closed:  # a port nothing listens on: hikari retries, on and on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    async with fake_discord() as fake:
+        fake.gateway_url = f"ws://127.0.0.1:{port}"
+        settings = make_settings(
+            discord_token=SecretStr(TOKEN),
+            discord_public_key=PUBLIC_KEY,
+            discord_api_base=fake.api_base,
+        )
+        listener = Listener(gateway_bot(settings), None)  # type: ignore[arg-type]
+        listener.start()
+        for _ in range(500):  # hikari's own task, which nothing here can await
+            if retrying():
+                break
+            await asyncio.sleep(0.01)
+        assert retrying(), "hikari never tried to connect"
+        await asyncio.wait_for(listener.stop(), WAIT)
+    assert retrying() == []

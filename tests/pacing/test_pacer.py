@@ -48,6 +48,32 @@ async def test_callers_cancelled_anywhere_in_line_leak_no_slot_and_block_no_one(
     await pacer.aclose()
 
 
+async def test_a_burst_goes_at_once_then_one_call_an_interval() -> None:
+    pacer = Pacer(LocalBudget(OFF))
+    lane = Rate(2, 1.0, burst=3)  # a token every half second, three at once
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for _ in range(3):
+        await asyncio.wait_for(pacer.acquire("chat", lane), GUARD)
+    burst = loop.time() - start
+    await asyncio.wait_for(pacer.acquire("chat", lane), GUARD)
+    assert burst < lane.interval <= loop.time() - start
+
+
+async def test_a_preview_leaves_the_reserve_to_final_replies() -> None:
+    pacer = Pacer(LocalBudget(OFF))
+    lane = Rate(1, 100.0, burst=3)  # three at once, then one in 100 s: a wait times out
+    await asyncio.wait_for(pacer.acquire("chat", lane, urgent=False), GUARD)
+    await asyncio.wait_for(pacer.acquire("chat", lane, urgent=False), GUARD)
+    preview = asyncio.create_task(pacer.acquire("chat", lane, urgent=False))
+    await yield_until(lambda: "chat" in pacer._busy)  # it waits: one token is kept
+    final = asyncio.create_task(pacer.acquire("chat", lane))
+    await asyncio.wait_for(final, GUARD)  # the kept token is the final's, at once
+    assert not preview.done()
+    preview.cancel()
+    await asyncio.gather(preview, return_exceptions=True)
+
+
 async def test_a_caller_cancelled_just_as_its_turn_came_hands_it_on() -> None:
     gate = Gate()
     entered: list[str] = []
@@ -79,7 +105,7 @@ async def test_a_cancelled_preview_slot_does_not_hold_its_chat() -> None:
     await asyncio.wait_for(other, GUARD)  # another chat was never held up
 
 
-async def test_final_replies_go_before_the_previews_waiting_in_the_global_line() -> None:
+async def test_a_final_reply_goes_before_every_preview_even_the_one_at_the_head() -> None:
     pacer = Pacer(LocalBudget(Rate(20)))
     done: list[str] = []
 
@@ -92,7 +118,8 @@ async def test_final_replies_go_before_the_previews_waiting_in_the_global_line()
     await yield_until(lambda: pacer.waiting == 3)  # one at the head, three in line
     tasks.append(asyncio.create_task(call("final", True)))
     await asyncio.wait_for(asyncio.gather(*tasks), GUARD)
-    assert done == ["preview0", "final", "preview1", "preview2", "preview3"]
+    # The preview at the head gave way, and kept its place among the previews.
+    assert done == ["final", "preview0", "preview1", "preview2", "preview3"]
 
 
 async def test_a_retry_after_pauses_its_chat_and_several_pause_the_bot() -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from gateway.pacing import Rate, SharedBudget
 from gateway.state import Entry, Lease
 from gateway.state.redis import RedisStore
 from tests.redis_server import needs_redis, redis_server
@@ -130,3 +131,19 @@ async def test_a_claim_sent_again_is_claimed_and_a_later_one_is_not(tmp_path: Pa
         assert await store.claim("telegram:update:9", 2, 60.0) == (False, 1)
         await store.forget("telegram:update:9")
         assert await store.claim("telegram:update:9", 3, 60.0) == (True, None)
+
+
+@needs_redis
+async def test_a_pacing_reservation_sent_again_takes_one_token(tmp_path: Path):
+    async with through_dropper(tmp_path) as (store, dropper):
+        key = "slashgate:pacing:resend"
+        budget = SharedBudget(store, key, Rate(1, 10.0))  # a token comes back in 10 s
+        await budget.prepare()  # the script loaded: the armed reply is the reservation's
+        dropper.arm()
+        # The bucket was full: no wait (reserved twice, the answer would be to wait 10 s).
+        await asyncio.wait_for(budget.take(True, ()), 5)
+        assert dropper.dropped.is_set() and dropper.connections == 2  # it was sent again
+        full_at = int(await store.resp.call("GET", key))
+        seconds, micros = await store.resp.call("TIME")
+        ahead = full_at - (int(seconds) * 1_000_000 + int(micros))
+        assert 9_000_000 < ahead <= 10_000_000  # one token out; two would be 20 s

@@ -1,0 +1,82 @@
+"""Through slack-bolt against the fake Slack: a conversation whose reply shows is free for the
+next command, even while other channels spend the workspace's chat.update budget; what is left
+of the reply goes on behind it (issue 33: "busy" only from a turn still running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
+from gateway.runtimes import Turn
+from tests.slack.slack_fake import WAIT, FakeSlack, fake_slack
+from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, slack_gateway
+
+COMMANDS = (Command(name="chat", description="Stream"), Command(name="hi", description="Hi"))
+CHATTY = ("C2", "C3")  # streaming: more chat.update calls than the budget has
+
+
+def replies(fake: FakeSlack, channel: str) -> list[str]:
+    """What the bot's messages in ``channel`` say (after the line that says who ran what)."""
+    return [m.text.rpartition("\n")[2] for m in fake.messages(channel)]
+
+
+def script(fake: FakeSlack, stop: asyncio.Event) -> Callable[..., AsyncIterator[RuntimeEvent]]:
+    async def run(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+        if turn.message.payload.source.startswith("/chat"):
+            while not stop.is_set():
+                yield MessageDelta("more ")
+                await asyncio.sleep(0.02)  # the agent's own pace
+        else:
+            shown = replies(fake, "C1").count("done")
+            yield MessageDelta("done")
+            # The turn ends once its text shows: what is left is a call that changes nothing.
+            await fake.wait_for(lambda: replies(fake, "C1").count("done") > shown)
+        yield MessageEnd()
+
+    return run
+
+
+async def test_the_next_command_after_a_visible_reply_runs_while_the_budget_is_spent(
+    gateway_server,
+):
+    stop = asyncio.Event()
+    async with fake_slack() as fake:
+        runtime = ScriptedRuntime(script(fake, stop), COMMANDS)
+        # chat.update at 300 a minute for the workspace; each streaming channel wants 20 a
+        # second (its preview every 50 ms).
+        async with slack_gateway(gateway_server, fake, runtime, slack_rate_update=300.0) as h:
+            h.channel.outbox.update_interval = 0.05
+            try:
+                for channel in CHATTY:
+                    await h.slack.command("/agent", "chat", channel=channel,
+                                          response_url=fake.response_url(channel))  # fmt: skip
+                await fake.wait_for(lambda: len(fake.of("chat.update")) >= 2, WAIT)
+                for i in range(2):
+                    await h.slack.command("/agent", "hi", channel="C1",
+                                          response_url=fake.response_url(f"C1-{i}"))  # fmt: skip
+                    # The next command as soon as this reply shows (or "busy" does).
+                    await fake.wait_for(
+                        lambda i=i: replies(fake, "C1").count("done") > i or fake.responses, WAIT
+                    )
+                busy = [body["text"] for _, body in fake.responses]
+            finally:
+                stop.set()
+            await h.channel.drain(WAIT)
+    assert busy == [], "no command found the conversation busy"
+    assert replies(fake, "C1") == ["done", "done"]
+
+
+async def test_a_one_line_reply_is_one_post(gateway_server):
+    """Ready at once, or shown as a preview before the turn ended: one chat.postMessage."""
+    stop = asyncio.Event()
+    async with fake_slack() as fake:
+        runtime = ScriptedRuntime(script(fake, stop), COMMANDS)
+        async with slack_gateway(gateway_server, fake, runtime) as h:
+            await h.slack.command("/agent", "hi", channel="C1",
+                                  response_url=fake.response_url("a"))  # fmt: skip
+            await h.channel.drain(WAIT)
+    assert replies(fake, "C1") == ["done"]
+    assert [c.method for c in fake.calls if c.method.startswith("chat.")] == ["chat.postMessage"]
