@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/stores.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/pacing.py
+	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
 	$(BIN)/python bench/soak.py --quick

@@ -70,7 +70,11 @@ class FakeDiscord:
         app.router.add_get(f"{api}/oauth2/applications/@me", self._application)
         app.router.add_get(f"{api}/applications/{{app}}/commands", self._get_commands)
         app.router.add_put(f"{api}/applications/{{app}}/commands", self._put_commands)
-        app.router.add_patch(f"{api}/webhooks/{{app}}/{{token}}/messages/@original", self._edit)
+        hook = f"{api}/webhooks/{{app}}/{{token}}"
+        app.router.add_patch(f"{hook}/messages/@original", self._edit)
+        # A refusal (busy) deletes the "thinking" response and follows up for the user alone.
+        app.router.add_delete(f"{hook}/messages/@original", self._deleted)
+        app.router.add_post(hook, self._edit)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -115,6 +119,9 @@ class FakeDiscord:
             for c in await request.json()
         ]
         return web.json_response(self.commands)
+
+    async def _deleted(self, request: web.Request) -> web.Response:
+        return web.Response(status=204)
 
     async def _edit(self, request: web.Request) -> web.Response:
         body = await request.json()

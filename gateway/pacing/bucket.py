@@ -1,7 +1,11 @@
 """A token bucket: ``burst`` calls at once, then one an interval (GCRA: one number, the time at
-which the bucket is full again). A call counts from when it was answered, the latest moment the
-platform can have counted it (``settle``): the gateway's figures then never run ahead of the
-platform's, whatever the network's and the event loop's jitter.
+which the bucket is full again). In a bucket with a burst, a call counts from when it was
+answered, the latest moment the platform can have counted it (``settle``): the gateway's
+figures then never run ahead of the platform's at the edge of a burst, whatever the jitter of
+the network and of the event loop. A bucket of one (an even spacing: Telegram's 30 a second for
+the whole bot) counts from when the call went: counting from the answer there would add the
+round trip to every interval (a third of the rate at 30 a second and 60 ms to Telegram), and
+the platform's own tolerance ("or so") covers the jitter.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ class Bucket:
 
     def settle(self, charged: float, late: float) -> None:
         """The call that took ``charged`` was answered ``late`` seconds after it went: its
-        token comes back that much later.
+        token comes back that much later (in a bucket with a burst).
         """
-        self.full_at = max(self.full_at, charged + late)
+        if self.burst > 1:
+            self.full_at = max(self.full_at, charged + late)
 
     def full(self, now: float) -> bool:
         return self.full_at <= now

@@ -67,6 +67,8 @@ class Gate:
             except BaseException:
                 if future.done() and not future.cancelled():
                     self._hand_on()
+                else:
+                    future.cancel()  # passed over when its turn comes (asyncio.wait kept it)
                 raise
         else:
             self._busy = True

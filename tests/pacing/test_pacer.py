@@ -92,6 +92,19 @@ async def test_a_caller_cancelled_just_as_its_turn_came_hands_it_on() -> None:
     assert entered == ["third"]
 
 
+async def test_a_preview_cancelled_in_the_global_line_leaves_no_turn_behind() -> None:
+    pacer = Pacer(LocalBudget(Rate(20)))
+    await pacer.acquire("first", OFF)  # the budget is spent for the next 50 ms
+    head = asyncio.create_task(pacer.acquire("head", OFF))
+    await yield_until(lambda: pacer._gate._busy)  # it waits for the budget, at the head
+    preview = asyncio.create_task(pacer.acquire("preview", OFF, urgent=False))
+    await yield_until(lambda: pacer.waiting == 1)
+    preview.cancel()  # a preview stopped for its final reply, while in line
+    await asyncio.gather(preview, return_exceptions=True)
+    await asyncio.wait_for(head, GUARD)
+    await asyncio.wait_for(pacer.acquire("next", OFF), GUARD)  # the line moves on
+
+
 async def test_a_cancelled_preview_slot_does_not_hold_its_chat() -> None:
     pacer = Pacer(LocalBudget(OFF))
     lane = Rate(0.01)  # one call in 100 seconds: a second call would time out

@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
+from channels.slack.pacing import SlackPacing
 from contract import Command
 from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
 from gateway.runtimes import Turn
+from tests.probe import until
 from tests.slack.slack_fake import WAIT, FakeSlack, fake_slack
 from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, slack_gateway
 
@@ -80,3 +82,29 @@ async def test_a_one_line_reply_is_one_post(gateway_server):
             await h.channel.drain(WAIT)
     assert replies(fake, "C1") == ["done"]
     assert [c.method for c in fake.calls if c.method.startswith("chat.")] == ["chat.postMessage"]
+
+
+async def test_a_reply_that_ends_while_its_preview_waits_for_its_turn_is_one_post(gateway_server):
+    """The channel's burst is spent: the preview waits for its turn under the limit, the turn
+    ends meanwhile, and the reply goes once, as the final post (no preview, no update).
+    """
+    async with fake_slack() as fake:
+        holder: list[SlackPacing] = []
+
+        async def run(turn: Turn, session: ScriptedSession) -> AsyncIterator[RuntimeEvent]:
+            yield MessageDelta("done")
+            if turn.message.payload.source == "/chat":  # ends once its preview waits
+                await until(lambda: "C1" in holder[0].posts._busy)
+            yield MessageEnd()
+
+        runtime = ScriptedRuntime(run, COMMANDS)
+        async with slack_gateway(gateway_server, fake, runtime, slack_rate_channel=2.0) as h:
+            holder.append(h.channel.pacing)
+            for i, name in enumerate(("hi", "hi", "chat")):  # two replies spend the burst
+                await h.slack.command("/agent", name, channel="C1",
+                                      response_url=fake.response_url(f"r{i}"))  # fmt: skip
+                await fake.wait_for(lambda i=i: len(fake.of("chat.postMessage")) > i, WAIT)
+            await h.channel.drain(WAIT)
+    assert [c.method for c in fake.calls if c.method.startswith("chat.")] == [
+        "chat.postMessage"
+    ] * 3

@@ -1,0 +1,51 @@
+"""Through aiogram against the fake Bot API: a conversation whose reply shows is free for the
+next command at once, while other chats spend the bot's budget; what is left of the reply goes
+on behind it (issue 33: "busy" only from a turn still running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd
+
+from .fake_bot_api import WAIT, FakeBotAPI
+from .helpers import GROUP, Scripted, ScriptedTurn, Start, message_update
+
+GO = Command(name="go", description="Go")
+CHATTY = (3001, 3002)  # private chats streaming: more previews than the bot's budget has
+
+
+async def chatter(turn: ScriptedTurn, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        turn.emit(MessageDelta("more "))
+        await asyncio.sleep(0.02)  # the agent's own pace
+    turn.emit(MessageEnd())
+
+
+async def test_the_next_command_after_a_visible_reply_runs_while_the_budget_is_spent(
+    telegram: Start, fake: FakeBotAPI
+) -> None:
+    runtime = Scripted(GO)
+    stop = asyncio.Event()
+    # The bot's budget at 10 a second, which two streaming chats spend; the group at
+    # Telegram's own 20 a minute.
+    rates = {"telegram_rate_global": 10.0, "telegram_rate_group": 20.0}
+    async with telegram(runtime, telegram_edit_interval=0.05, **rates) as served:
+        try:
+            for chat in CHATTY:
+                await served.post(message_update(chat, "/go", user_id=chat))
+            chatty = [asyncio.create_task(chatter(await runtime.next_turn(), stop)) for _ in CHATTY]
+            await fake.wait(lambda: len(fake.drafts) >= 2)
+            for i in range(2):
+                await served.post(message_update(GROUP, "/go"))
+                turn = await runtime.next_turn()  # it runs: not "busy"
+                turn.emit(MessageDelta(f"done {i}"))
+                await fake.wait(lambda i=i: fake.texts(GROUP)[-1:] == [f"done {i}"])
+                turn.emit(MessageEnd())  # its reply shows: the next command at once
+        finally:
+            stop.set()
+        await asyncio.wait_for(asyncio.gather(*chatty), WAIT)
+        await asyncio.wait_for(served.channel.intake.drain(), WAIT)
+    assert fake.texts(GROUP) == ["done 0", "done 1"]
