@@ -211,11 +211,8 @@ def interaction(worker: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def command(
-    session: aiohttp.ClientSession, key: SigningKey, server: Server, fake: FakeDiscord, worker: int
-) -> float:
-    """One signed command through to its reply; the acknowledgement's latency (seconds)."""
-    payload = interaction(worker)
+def signed(key: SigningKey, payload: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """An interaction's body and the headers Discord signs it with."""
     body = json.dumps(payload).encode()
     stamp = str(int(time.time()))
     headers = {
@@ -223,6 +220,15 @@ async def command(
         "X-Signature-Timestamp": stamp,
         "Content-Type": "application/json",
     }
+    return body, headers
+
+
+async def command(
+    session: aiohttp.ClientSession, key: SigningKey, server: Server, fake: FakeDiscord, worker: int
+) -> float:
+    """One signed command through to its reply; the acknowledgement's latency (seconds)."""
+    payload = interaction(worker)
+    body, headers = signed(key, payload)
     reply = fake.expect(payload["token"])
     start = time.perf_counter()
     async with session.post(f"{server.url}/discord/interactions", data=body, headers=headers) as r:

@@ -26,11 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dis
-import json
 import os
 import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -44,7 +42,7 @@ from nacl.signing import SigningKey
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.discord import APPLICATION, TOKEN, USER, FakeDiscord  # noqa: E402
+from bench.discord import APPLICATION, TOKEN, USER, FakeDiscord, signed  # noqa: E402
 from bench.load import slack_command  # noqa: E402
 from bench.loadrig import OPEN_ACCESS  # noqa: E402
 from bench.platforms import FakePlatform, FakeSlack, FakeTelegram  # noqa: E402
@@ -161,13 +159,7 @@ def discord(fake: FakeDiscord, key: SigningKey) -> Send:
             "data": {"id": "1", "name": "echo", "type": 1,
                      "options": [{"name": "arguments", "type": 3, "value": "hi"}]},
         }  # fmt: skip
-        body = json.dumps(payload).encode()
-        stamp = str(int(time.time()))
-        headers = {
-            "X-Signature-Ed25519": key.sign(stamp.encode() + body).signature.hex(),
-            "X-Signature-Timestamp": stamp,
-            "Content-Type": "application/json",
-        }
+        body, headers = signed(key, payload)
         reply = fake.expect(payload["token"])
         async with session.post(f"{url}/discord/interactions", data=body, headers=headers) as r:
             assert r.status == 200, r.status
