@@ -46,8 +46,10 @@ _HEAD = """\
 models; edit the docstrings under the fields there, not this page. -->
 
 Every setting of the gateway and its channels. They are read from a TOML file
-(`slashgate serve --config FILE`, or `SLASHGATE_CONFIG=FILE`), then from `SLASHGATE_*`
-environment variables, which win over the file; `--host` and `--port` win over both.
+(`slashgate serve --config FILE`, or `SLASHGATE_CONFIG=FILE`), then from the `SLASHGATE_*`
+variables of an env file (`.env` in the folder `slashgate` starts in, or `--env-file FILE`),
+then from `SLASHGATE_*` environment variables; each wins over the ones before it, and `--host`
+and `--port` win over all.
 [examples/slashgate.toml](../examples/slashgate.toml) is a file with every setting at its
 default.
 
