@@ -11,7 +11,7 @@ hooks, ``Reply``, ``Outcome``, the runtime's events), its journal entries (``Ent
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
@@ -118,6 +118,9 @@ class Admission(Protocol):
     async def is_owner(self, channel: str, user: str) -> bool: ...
 
     def may_run(self, message: InboundMessage, command: str) -> bool: ...
+
+    def offered(self, message: InboundMessage, commands: Iterable[Command]) -> tuple[Command, ...]:
+        """``commands`` less those the sender may not run (what /help lists to them)."""
 
     def policy(self, channel: str) -> OwnerOnly: ...
 

@@ -52,9 +52,7 @@ class Completer:
         if not await access.lets_talk(sender):
             return []  # someone the policy refuses learns nothing of the commands
         # What the sender may not run is not offered (owner-only commands).
-        known = tuple(
-            c for c in await self._commands(asked.channel_id) if access.may_run(sender, c.name)
-        )
+        known = access.offered(sender, await self._commands(asked.channel_id))
         completion = complete(text, None, known, self.interactive_only, MAX_CHOICES)
         start, end = utf16_prefix(text, completion.start), utf16_prefix(text, completion.end)
         found = []
