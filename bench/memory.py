@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from gateway.core import Gateway  # noqa: E402
 from gateway.inbound import InboundMessage  # noqa: E402
-from gateway.runtimes import build_runtime  # noqa: E402
 from slashgate.config import Settings  # noqa: E402
+from slashgate.registry import build_runtime  # noqa: E402
 
 WARM = 1000  # conversations before the first reading: imports and caches are not per conversation
 

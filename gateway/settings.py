@@ -1,15 +1,15 @@
-"""The gateway's own settings: the server, the core, the state, the runtimes, attachments.
+"""The gateway's own settings: the server, the core, the state, attachments.
 
-Each channel adds its fields in a model of its folder that subclasses ``CoreSettings``; the
-app composes them into one model, read from a TOML file and ``SLASHGATE_*`` variables
-(``slashgate.config``). Fields are flat so that each has one obvious environment name
-(``run_timeout`` -> ``SLASHGATE_RUN_TIMEOUT``); in the TOML file a section flattens into its
-fields: ``[pi] command = [...]`` is ``pi_command``.
+Each channel and each runtime adds its fields in a model of its folder that subclasses
+``CoreSettings`` (``channels/slack/settings.py``, ``gateway/runtimes/acp/settings.py``); the
+app composes them into one model (``slashgate/composition.py``), read from a TOML file and
+``SLASHGATE_*`` variables (``slashgate.config``). Fields are flat so that each has one
+obvious environment name (``run_timeout`` -> ``SLASHGATE_RUN_TIMEOUT``); in the TOML file a
+section flattens into its fields: ``[pi] command = [...]`` is ``pi_command``.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
@@ -45,9 +45,7 @@ def _rate(value: float) -> float:
 # which the pacer cannot divide by; and a tiny one an interval too long to sleep.
 Rate = Annotated[float, Field(ge=0, allow_inf_nan=False), AfterValidator(_rate)]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-RUNTIMES = ("embedded", "acp", "pi", "electric")
 SqliteSynchronous = Literal["full", "normal"]  # PRAGMA synchronous of the SQLite store
-_RUNTIME_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def secret_names(model: type[BaseModel]) -> list[str]:
@@ -102,6 +100,8 @@ class CoreSettings(BaseSettings):
     in bytes."""
 
     # core
+    # Checked against the app's runtime registry where the settings are composed
+    # (slashgate/composition.py): the gateway knows no runtime by name.
     runtime: str = "embedded"
     """The agent: `embedded` (the demo), `acp`, `pi`, `electric`, or your own
     `"package.module:name"` (a `slashgate.Bot`)."""
@@ -186,47 +186,6 @@ class CoreSettings(BaseSettings):
     """Tests only: let the webhook fetch `http://` and loopback or private addresses (a warning
     at start says so)."""
 
-    # The agent's side (acp and pi runtimes; docs/security.md).
-    workspace: Path = Path("slashgate-workspace")
-    """The `acp` and `pi` agents' working folder unless `acp_cwd` or `pi_cwd` names another:
-    made (0700) at start, apart from the gateway's state and settings."""
-    agent_user: str | None = None
-    """When the gateway runs as root: the user (name or uid) the agent runs as."""
-
-    # acp runtime: any Agent Client Protocol agent over stdio
-    acp_command: list[str] = []
-    """With `runtime = "acp"`: the agent's command line, e.g. `["gemini", "--acp"]`."""
-    acp_cwd: Path | None = None
-    """The ACP agent's working folder; unset: `workspace`."""
-    acp_env: dict[str, SecretStr] = {}
-    """Extra environment of the ACP agent (API keys, often), revealed only to it."""
-    acp_auth_method: str | None = None
-    """The authentication method to use when the agent asks for one."""
-
-    # pi runtime: `pi --mode rpc`, one process per conversation
-    pi_command: list[str] = ["pi", "--mode", "rpc"]
-    """With `runtime = "pi"`: pi's command line, one process per conversation."""
-    pi_cwd: Path | None = None
-    """pi's working folder; unset: `workspace`."""
-    pi_env: dict[str, SecretStr] = {}
-    """Extra environment of pi, revealed only to it."""
-    pi_pool_size: int = Field(8, ge=1)
-    """The most pi processes at once."""
-    pi_idle_ttl: float = Field(600.0, gt=0)
-    """Seconds before an idle pi process is stopped."""
-
-    # electric runtime: an Electric Agents server over HTTP
-    electric_url: str = "http://127.0.0.1:4437"
-    """With `runtime = "electric"`: the Electric Agents server."""
-    electric_entity_type: str = "assistant"
-    """The entity type of each conversation's entity."""
-    electric_id_prefix: str = "slashgate"
-    """Start of every entity id (`[A-Za-z0-9][A-Za-z0-9._-]*`)."""
-    electric_principal: str | None = None
-    """`Electric-Principal` of the gateway itself: `<user|agent|service|system>:<id>`."""
-    electric_live: Literal["sse", "long-poll"] = "sse"
-    """How the stream is followed once caught up: `sse` or `long-poll`."""
-
     # How the user wrote each setting given in a file or the environment (``named``).
     _named: dict[str, str] = PrivateAttr(default_factory=dict)
     # Where the settings came from, for ``slashgate check``'s warnings (slashgate/safety.py):
@@ -242,13 +201,6 @@ class CoreSettings(BaseSettings):
         ``SLASHGATE_ACP_COMMAND``, or ``name`` itself.
         """
         return self._named.get(name, name)
-
-    def agent_cwd(self, runtime: str) -> Path:
-        """The working folder of the ``acp`` or ``pi`` agent: its ``cwd`` setting, else the
-        workspace.
-        """
-        configured: Path | None = getattr(self, f"{runtime}_cwd")
-        return self.workspace if configured is None else configured
 
     # Validators have names of their own in every settings model: pydantic keeps one
     # validator per name across the bases of the composed model.
@@ -288,15 +240,6 @@ class CoreSettings(BaseSettings):
         if value.upper() not in LOG_LEVELS:
             raise ValueError("must be one of " + ", ".join(LOG_LEVELS))
         return value.upper()
-
-    @field_validator("runtime")
-    @classmethod
-    def _runtime_is_named(cls, value: str) -> str:
-        if value not in RUNTIMES and not _RUNTIME_SPEC.fullmatch(value):
-            raise ValueError(
-                "must be " + ", ".join(RUNTIMES) + ' or "package.module:name" of your own'
-            )
-        return value
 
     @classmethod
     def settings_customise_sources(

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
-import json
 import logging
 import os
 import sys
+from collections.abc import Awaitable
 from importlib.metadata import version
+from typing import Any
 
 from pydantic import ValidationError
 
-from channels.discord import settings as discord
-from channels.slack.manifest import build_manifest, request_url
-from channels.slack.settings import SlackSettings
+from contract import Command
 from gateway import logs, secrecy
-from gateway.runtimes import Runtime, build_runtime
-from gateway.runtimes.stdio import missing_program, program
+from gateway.runtimes import Runtime
 from gateway.settings import CoreSettings
 from gateway.validation import describe_validation_error
 
@@ -27,7 +24,7 @@ from .check import check, described
 from .config import ConfigError, add_source_arguments, load_settings, secret_variables
 from .envfile import chosen
 from .inventory import effective_inventory
-from .registry import settings_as
+from .registry import PlugCommand, build_runtime, plugs, runtime_refusal, settings_as
 from .server import Refused, StartError, serve
 
 
@@ -70,18 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     run.add_argument("--port", type=_port, help="port to listen on (default 8080; 0 picks one)")
     add_source_arguments(run)
-    slack = commands.add_parser("slack", help="Slack channel tools")
-    slack_commands = slack.add_subparsers(dest="slack_command", required=True)
-    manifest = slack_commands.add_parser(
-        "manifest", help="print the Slack app manifest (JSON) for the effective inventory"
-    )
-    add_source_arguments(manifest)
-    discord_parser = commands.add_parser("discord", help="Discord channel tools")
-    discord_commands = discord_parser.add_subparsers(dest="discord_command", required=True)
-    sync = discord_commands.add_parser(
-        "sync", help="publish the application commands for the effective inventory now"
-    )
-    add_source_arguments(sync)
+    _add_plug_commands(commands)
     access_cli.add_parser(commands)
     verify = commands.add_parser(
         "check",
@@ -89,6 +75,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_source_arguments(verify)
     return parser
+
+
+def _add_plug_commands(commands: Any) -> None:
+    """``slashgate <plug> <command>``: the commands each channel and runtime brings, as its
+    plug in the registry declares them.
+    """
+    for plug in plugs():
+        if plug.cli is None or plug.name is None:
+            continue
+        group = commands.add_parser(plug.name, help=plug.cli.help)
+        own = group.add_subparsers(dest=f"{plug.name}_command", required=True)
+        for command in plug.cli.commands:
+            parser = own.add_parser(command.name, help=command.help)
+            parser.set_defaults(plug=plug, plug_command=command)
+            add_source_arguments(parser)
 
 
 def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
@@ -111,17 +112,15 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         # Read: out of the environment, and the process out of reach (gateway/secrecy.py),
         # before any agent starts.
         sealed = secrecy.seal(secret_variables(os.environ))
-        if args.command == "slack":
-            request_url(settings_as(SlackSettings, settings))  # refused before a runtime starts
-        if args.command == "discord" and not discord.enabled(
-            settings_as(discord.DiscordSettings, settings)
-        ):
-            raise ConfigError(["discord sync needs discord_token and discord_public_key"])
+        command: PlugCommand[Any] | None = getattr(args, "plug_command", None)
+        if command is not None and command.problem is not None:  # before a runtime starts
+            if problem := command.problem(settings_as(args.plug.settings, settings)):
+                raise ConfigError([problem])
         # A backend checks its own settings when built: a mistake there is configuration too.
         if runtime is None and args.command != "access":  # access needs the store only
             runtime = build_runtime(settings)
-            if args.command == "serve":
-                _agent_program_exists(settings)
+            if args.command == "serve" and (problem := runtime_refusal(settings)):
+                raise ConfigError([problem])
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"slashgate: bad configuration: {problem}", file=sys.stderr)
@@ -154,36 +153,15 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
             said = described(exc.__cause__) if exc.__cause__ else str(exc)
             print(f"slashgate: cannot start: {said}", file=sys.stderr)
             return 1
-    elif args.command == "slack":
-        slack = settings_as(SlackSettings, settings)
-        commands = asyncio.run(effective_inventory(slack, runtime, "slack", "manifest"))
-        print(json.dumps(build_manifest(commands, slack), indent=2, ensure_ascii=False))
-    elif args.command == "discord":
-        return _discord_sync(settings_as(discord.DiscordSettings, settings), runtime)
+    elif command is not None:
+        return _run(args.plug.name, command, settings_as(args.plug.settings, settings), runtime)
     return 0
 
 
-def _discord_sync(settings: discord.DiscordSettings, runtime: Runtime) -> int:
-    # hikari is imported only for this command (about a second), as the registry imports a
-    # channel only when it is on.
-    publish = importlib.import_module("channels.discord.publish").publish_commands
+def _run(plug: str, command: PlugCommand[Any], settings: CoreSettings, runtime: Runtime) -> int:
+    """A plug's command, given its settings and the inventory its menu would list."""
 
-    async def sync() -> str:
-        inventory = await effective_inventory(settings, runtime, "discord", "sync")
-        return str(await publish(settings, inventory))
+    def inventory() -> Awaitable[tuple[Command, ...]]:
+        return effective_inventory(settings, runtime, plug, command.name)
 
-    try:
-        print(asyncio.run(sync()))
-    except Exception as exc:  # Discord refused the token, or could not be reached
-        print(f"slashgate: cannot publish the Discord commands: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _agent_program_exists(settings: CoreSettings) -> None:
-    """The ACP runtime starts its agent with the gateway: a program that is not there is a
-    mistake in the configuration, said before anything starts. (pi starts one per conversation;
-    ``slashgate check`` reports either on its own line.)
-    """
-    if settings.runtime == "acp" and (problem := missing_program(program(settings.acp_command))):
-        raise ConfigError([f"{settings.named('acp_command')}: {problem}"])
+    return asyncio.run(command.run(settings, inventory))

@@ -1,6 +1,6 @@
-"""The app's settings: the gateway's (``CoreSettings``) and every registered channel's, composed
-into one model, read from a TOML file, then an env file's ``SLASHGATE_*`` variables
-(``slashgate.envfile``), then the environment's on top.
+"""The app's settings (``CoreSettings`` and every registered channel's and runtime's, composed
+into one model: slashgate/composition.py), read from a TOML file, then an env file's
+``SLASHGATE_*`` variables (``slashgate.envfile``), then the environment's on top.
 
 Fields are flat so that each has one obvious environment name (``telegram_token`` ->
 ``SLASHGATE_TELEGRAM_TOKEN``). In the TOML file a section flattens into its fields:
@@ -19,31 +19,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, get_origin
 
-from pydantic import ValidationError, create_model
+from pydantic import ValidationError
 
 from contract import Catalog
 from gateway.settings import ENV_PREFIX, CoreSettings, secret_names
 from gateway.validation import SettingsRule
 
+from .composition import Settings
 from .envfile import EnvFile, read_env_file
-from .registry import CHANNELS
 from .secret_files import SecretFile, read_secret
 from .spelling import spelling
 
-
-def _composed() -> type[CoreSettings]:
-    """One model with every registered channel's fields: each channel's model subclasses
-    CoreSettings, and pydantic runs the validators of every base.
-    """
-    return create_model(
-        "Settings",
-        __base__=tuple(dict.fromkeys(plug.settings for plug in CHANNELS)),
-        __module__=__name__,
-        __doc__="The gateway's settings and those of every channel in the registry.",
-    )
-
-
-Settings = _composed()
 # The secret settings: each may come from a file instead (``SLASHGATE_TELEGRAM_TOKEN_FILE``,
 # ``[telegram] token_file``: the Docker and Kubernetes secrets convention).
 SECRETS = secret_names(Settings)

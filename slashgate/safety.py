@@ -9,10 +9,11 @@ import logging
 import os
 from pathlib import Path
 
+from gateway.runtimes.workspace import AgentSettings
 from gateway.settings import CoreSettings
 from gateway.state import state_file
 
-AGENT_RUNTIMES = ("acp", "pi")  # the runtimes that start an agent process on this machine
+from .registry import agent_runtime, settings_as
 
 
 def unsafe_settings(settings: CoreSettings) -> list[str]:
@@ -24,8 +25,8 @@ def unsafe_settings(settings: CoreSettings) -> list[str]:
             "fetches attachment URLs on loopback and private networks, and over plain http "
             "(internal services, cloud metadata); it is meant for tests"
         )
-    if settings.runtime in AGENT_RUNTIMES:
-        found += _agent(settings, settings.runtime)
+    if runtime := agent_runtime(settings):
+        found += _agent(settings_as(AgentSettings, settings), runtime)
     if logging.getLevelName(settings.library_log_level) < logging.INFO:
         found.append(
             f"{settings.named('library_log_level')} is {settings.library_log_level}: with "
@@ -35,7 +36,7 @@ def unsafe_settings(settings: CoreSettings) -> list[str]:
     return found
 
 
-def _agent(settings: CoreSettings, runtime: str) -> list[str]:
+def _agent(settings: AgentSettings, runtime: str) -> list[str]:
     found: list[str] = []
     cwd = settings.agent_cwd(runtime)
     exposed = [p for p in _gateway_files(settings) if _within(p, cwd)]

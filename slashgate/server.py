@@ -22,8 +22,9 @@ from gateway.api import ERROR_ANSWERS, Channel, ErrorAnswer
 from gateway.core import Gateway
 from gateway.logs import Sampler, Secrets, secrets_of
 from gateway.metrics import Metrics
-from gateway.runtimes import Runtime, build_runtime
+from gateway.runtimes import Runtime
 from gateway.runtimes.stdio import program
+from gateway.runtimes.workspace import AgentSettings
 from gateway.settings import CoreSettings
 from gateway.state import state_file, state_file_notice
 
@@ -31,7 +32,7 @@ from . import probes
 from .guard import Guard
 from .links import browser_base, link_lines
 from .listening import listen_failure
-from .registry import build_channels, refusal, settings_as
+from .registry import agent_runtime, build_channels, build_runtime, refusal, settings_as
 from .safety import unsafe_settings
 
 log = logging.getLogger("slashgate")
@@ -258,13 +259,16 @@ def settle() -> None:
 
 def _warn_of_a_missing_agent(settings: CoreSettings) -> None:
     """An agent program that is not there: every input would fail, so say what to check."""
-    command = {"acp": settings.acp_command, "pi": settings.pi_command}.get(settings.runtime)
+    runtime = agent_runtime(settings)
+    if runtime is None:
+        return
+    command = settings_as(AgentSettings, settings).agent_command(runtime)
     if command and shutil.which(program(command)[0]) is None:
         log.warning(
             "runtime %s: %r is not an executable file or on PATH: check %s_command and PATH",
-            settings.runtime,
+            runtime,
             command[0],
-            settings.runtime,
+            runtime,
         )
 
 

@@ -18,9 +18,9 @@ import pytest
 import channels.slack.channel
 import channels.telegram.channel
 import channels.webchat.channel  # noqa: F401
-import gateway.runtimes.acp
-import gateway.runtimes.electric
-import gateway.runtimes.pi  # noqa: F401
+import gateway.runtimes.acp.runtime
+import gateway.runtimes.electric.runtime
+import gateway.runtimes.pi.runtime  # noqa: F401
 from contract import Classification, Command
 from gateway.core import Gateway
 from gateway.runtimes import Runtime

@@ -13,8 +13,8 @@ import pytest
 from contract import Command
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
-from gateway.runtimes import build_runtime
 from slashgate import Bot, Context, HandlerError, Reference, Runtime
+from slashgate.registry import build_runtime
 from tests.conftest import make_settings
 from tests.recorder import Recorder
 

@@ -14,10 +14,11 @@ import pytest
 from contract import ComposerInputMessage, ComposerInputPayload
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
-from gateway.runtimes import Turn, build_runtime
+from gateway.runtimes import Turn
 from gateway.runtimes.pi.mapping import pi_message
 from gateway.runtimes.workspace import as_text_outside, inside
 from slashgate import Bot, Context, Reference
+from slashgate.registry import build_runtime
 from tests.acp.test_acp_runtime import acp_settings
 from tests.conftest import make_settings
 from tests.recorder import Recorder

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
-from gateway.runtimes import build_runtime
 from gateway.runtimes.embedded.demo import MAX_REMEMBERED, QUICKSTART
 from gateway.state import SqliteStore
 from gateway.state.sqlite import _PRUNE_EVERY
 from slashgate.config import Settings
+from slashgate.registry import build_runtime
 
 BOUND = 20
 WRITES = 3 * _PRUNE_EVERY  # enough for the sweeps to run

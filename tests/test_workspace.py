@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.runtimes import build_runtime
-from gateway.runtimes.acp import AcpRuntime
-from gateway.runtimes.pi import PiRuntime
+from gateway.runtimes.acp.runtime import AcpRuntime
+from gateway.runtimes.pi.runtime import PiRuntime
 from gateway.runtimes.workspace import AgentPlace, AgentUser
 from slashgate.config import Settings
+from slashgate.registry import build_runtime
 from tests.conftest import make_settings
 
 ROOTED = os.geteuid() == 0

@@ -1,17 +1,17 @@
-"""Runtime backends behind the runtime port (``base``), chosen by ``CoreSettings.runtime``."""
+"""Runtime backends behind the runtime port (``base``). The app's registry
+(``slashgate/registry.py``) chooses one by the ``runtime`` setting; ``load_runtime`` is the
+user's own (``runtime = "package.module:name"``).
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .base import AgentInfo, Runtime, RuntimeSession, SessionInfo, Turn
-from .workspace import AgentUser
-
-if TYPE_CHECKING:
-    from ..settings import CoreSettings
 
 __all__ = [
     "AgentInfo",
@@ -19,54 +19,11 @@ __all__ = [
     "RuntimeSession",
     "SessionInfo",
     "Turn",
-    "build_runtime",
     "load_runtime",
 ]
 
-
-def build_runtime(settings: CoreSettings) -> Runtime:
-    """The configured backend. Imports lazily so that an unused backend costs nothing."""
-    if settings.runtime == "embedded":
-        from .embedded import demo_bot
-
-        return demo_bot()
-    if settings.runtime == "acp":
-        from .acp import AcpRuntime
-
-        return AcpRuntime(
-            settings.acp_command,
-            settings.agent_cwd("acp"),
-            settings.acp_env,
-            settings.acp_auth_method,
-            settings.cancel_grace,
-            workspace=settings.acp_cwd is None,
-            user=agent_user(settings),
-        )
-    if settings.runtime == "pi":
-        from .pi import PiRuntime
-
-        return PiRuntime(
-            settings.pi_command,
-            settings.agent_cwd("pi"),
-            settings.pi_env,
-            settings.pi_pool_size,
-            settings.pi_idle_ttl,
-            settings.cancel_grace,
-            workspace=settings.pi_cwd is None,
-            user=agent_user(settings),
-        )
-    if settings.runtime == "electric":
-        from .electric import ElectricRuntime
-
-        return ElectricRuntime(settings)
-    return load_runtime(settings.runtime)
-
-
-def agent_user(settings: CoreSettings) -> AgentUser | None:
-    """The user the agent runs as (``agent_user``); None: the gateway's own."""
-    if settings.agent_user is None:
-        return None
-    return AgentUser.of(settings.agent_user, settings.named("agent_user"))
+# ``runtime = "package.module:name"``: a runtime of the user's own.
+SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 def load_runtime(spec: str) -> Runtime:
@@ -75,7 +32,7 @@ def load_runtime(spec: str) -> Runtime:
     """
     module_name, _, attribute = spec.partition(":")
     if not attribute:
-        raise ValueError(f"runtime: {spec!r} is not embedded, acp, pi, electric or module:name")
+        raise ValueError(f"runtime: {spec!r} is not package.module:name")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

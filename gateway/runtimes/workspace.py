@@ -3,7 +3,8 @@ the user it runs as, and the ``@file:`` references that may point into that fold
 
 The ``acp`` and ``pi`` agents start in ``workspace`` (made 0700 at start) unless their
 ``cwd`` setting names another folder: never, by default, the gateway's own folder with its
-state file and settings. A gateway that runs as root starts them as ``agent_user``.
+state file and settings. A gateway that runs as root starts them as ``agent_user``. Those two
+settings are ``AgentSettings``, which the settings of such a runtime subclass.
 
 An ``@file:`` reference becomes a file link (ACP's ``resource_link``, Electric's ``file``
 node, ``ctx.references`` of a ``slashgate.Bot``) only when its path stays inside the agent's
@@ -19,6 +20,8 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..settings import CoreSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,44 @@ class AgentUser:
             )
         groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
+
+
+class AgentSettings(CoreSettings):
+    """The settings of a runtime that starts an agent program on this machine: these two,
+    shared, and its own ``<runtime>_command`` and ``<runtime>_cwd`` (``acp_command``), which
+    ``agent_command`` and ``agent_cwd`` read by the runtime's name.
+    """
+
+    workspace: Path = Path("slashgate-workspace")
+    """The `acp` and `pi` agents' working folder unless `acp_cwd` or `pi_cwd` names another:
+    made (0700) at start, apart from the gateway's state and settings."""
+    agent_user: str | None = None
+    """When the gateway runs as root: the user (name or uid) the agent runs as."""
+
+    def agent_command(self, runtime: str) -> list[str]:
+        """The command line of the ``runtime``'s agent (``acp_command``)."""
+        command: list[str] = getattr(self, f"{runtime}_command")
+        return command
+
+    def agent_cwd(self, runtime: str) -> Path:
+        """The working folder of the ``runtime``'s agent: its ``cwd`` setting, else the
+        workspace.
+        """
+        configured: Path | None = getattr(self, f"{runtime}_cwd")
+        return self.workspace if configured is None else configured
+
+    def agent_place(self, runtime: str) -> AgentPlace:
+        """Where and as whom the ``runtime``'s agent runs: its folder (the workspace, made at
+        start, unless its ``cwd`` setting names another) and ``agent_user`` (unset: the
+        gateway's own user).
+        """
+        made = getattr(self, f"{runtime}_cwd") is None
+        user = (
+            None
+            if self.agent_user is None
+            else AgentUser.of(self.agent_user, self.named("agent_user"))
+        )
+        return AgentPlace(self.agent_cwd(runtime).expanduser().resolve(), made, user)
 
 
 @dataclass(slots=True)

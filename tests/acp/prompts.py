@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from gateway.runtimes import Runtime, build_runtime
+from gateway.runtimes import Runtime
+from slashgate.registry import build_runtime
 from tests.conftest import make_settings
 
 AGENT = Path(__file__).with_name("agent.py")

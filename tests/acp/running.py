@@ -9,7 +9,7 @@ from typing import Any
 
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 from tests.recorder import Recorder
 
 WAIT = 20.0

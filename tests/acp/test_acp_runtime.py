@@ -29,8 +29,9 @@ from gateway.events import (
     UsageReported,
 )
 from gateway.inbound import Reply
-from gateway.runtimes import Turn, build_runtime
+from gateway.runtimes import Turn
 from slashgate.config import ConfigError, load_settings
+from slashgate.registry import build_runtime
 from tests.acp.prompts import AGENT, agent_settings, prompts
 from tests.acp.running import WAIT, inbound, send, started
 from tests.conftest import make_settings

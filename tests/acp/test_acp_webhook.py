@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 from tests.acp.test_acp_runtime import acp_settings
 from tests.http import read_events
 

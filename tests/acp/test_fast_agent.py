@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 from tests.acp.running import inbound, send, started
 from tests.conftest import make_settings
 from tests.http import read_events

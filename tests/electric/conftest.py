@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from contract import utf16_len, utf16_slice
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 from slashgate.server import Running
 
 from ..conftest import make_settings

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.runtimes import AgentInfo, build_runtime
-from gateway.runtimes.electric import ElectricRuntime
+from gateway.runtimes import AgentInfo
 from gateway.runtimes.electric.ids import MAX_ID, entity_id, escape, user_principal
+from gateway.runtimes.electric.runtime import ElectricRuntime
 from slashgate.config import Settings, load_settings
+from slashgate.registry import build_runtime
 
 
 def test_build_runtime_picks_electric():

@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 
 from ..conftest import make_settings
 from ..http import read_events

@@ -9,8 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from gateway.runtimes import build_runtime
 from gateway.state import TimedStore
+from slashgate.registry import build_runtime
 
 from ..conftest import make_settings
 from ..metrics import scrape

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 
 from contract import composer_input_problems, utf16_len
-from gateway.runtimes.electric import ElectricRuntime
+from gateway.runtimes.electric.runtime import ElectricRuntime
 from gateway.state import SqliteStore
 
 from .conftest import ENTITY_TYPE, commands, say, say_streaming

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
-from gateway.runtimes import build_runtime
+from slashgate.registry import build_runtime
 from tests.conftest import ServerFactory, make_settings
 from tests.slack.slack_fake import APP_TOKEN, fake_slack
 from tests.slack.slack_harness import slack_gateway

@@ -28,8 +28,8 @@ from contract import Command
 from gateway.core import Gateway
 from gateway.events import ToolEnd, ToolStart, UsageReported
 from gateway.inbound import Attachment, InboundMessage
-from gateway.runtimes import build_runtime
-from gateway.runtimes.pi import PiRuntime
+from gateway.runtimes.pi.runtime import PiRuntime
+from slashgate.registry import build_runtime
 from tests.conftest import make_settings
 from tests.pi.logs import LogSeen
 from tests.pi.mock_openai import MODEL, MockModel, serve

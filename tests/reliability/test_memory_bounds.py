@@ -14,8 +14,8 @@ from contract import SlashContract
 from gateway.conversation import SHARED_CONTRACTS, _shared_contract
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
-from gateway.runtimes import build_runtime
 from slashgate.config import Settings
+from slashgate.registry import build_runtime
 
 CONVERSATIONS = SHARED_CONTRACTS + 150
 

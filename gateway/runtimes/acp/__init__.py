@@ -1,6 +1,6 @@
-"""The ACP runtime: any Agent Client Protocol agent over stdio, through the official SDK."""
+"""The ACP runtime: any Agent Client Protocol agent over stdio, through the official SDK.
 
-from .runtime import AcpRuntime
-from .session import AcpSession
-
-__all__ = ["AcpRuntime", "AcpSession"]
+The runtime is ``.runtime.AcpRuntime``, built from its settings (``.settings``). The
+package itself imports nothing, so that the app reads this runtime's settings without loading
+the SDK.
+"""

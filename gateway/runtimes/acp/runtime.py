@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from pydantic import SecretStr
 
 from ...state import StateStore
 from ..base import AgentInfo, Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
-from ..workspace import AgentPlace, AgentUser
 from .agent import AcpAgent
 from .session import AcpSession
+from .settings import AcpSettings
 
 log = logging.getLogger("slashgate.acp")
 
@@ -22,26 +19,18 @@ log = logging.getLogger("slashgate.acp")
 class AcpRuntime(Runtime):
     name = "acp"
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        cwd: Path = Path("."),
-        env: Mapping[str, SecretStr] | None = None,
-        auth_method: str | None = None,
-        cancel_grace: float = 5.0,
-        *,
-        workspace: bool = False,
-        user: AgentUser | None = None,
-    ) -> None:
-        """``cwd``: the agent's folder (``workspace``: the gateway's, made at start); ``user``:
-        who it runs as (None: the gateway's user).
-        """
-        if not command:
+    def __init__(self, settings: AcpSettings) -> None:
+        if not settings.acp_command:
             raise ValueError(
                 'acp_command is empty: set the agent command, e.g. ["gemini", "--acp"]'
             )
-        place = AgentPlace(cwd.expanduser().resolve(), workspace, user)
-        self.agent = AcpAgent(program(command), place, dict(env or {}), auth_method, cancel_grace)
+        self.agent = AcpAgent(
+            program(settings.acp_command),
+            settings.agent_place("acp"),
+            dict(settings.acp_env),
+            settings.acp_auth_method,
+            settings.cancel_grace,
+        )
         self.kept = KeptSessions("acp")  # conversation -> its ACP session id
 
     def use_store(self, store: StateStore) -> None:

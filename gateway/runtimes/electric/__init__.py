@@ -1,5 +1,6 @@
-"""The Electric Agents runtime: each conversation is an entity on an Electric Agents server."""
+"""The Electric Agents runtime: each conversation is an entity on an Electric Agents server.
 
-from .runtime import ElectricRuntime
-
-__all__ = ["ElectricRuntime"]
+The runtime is ``.runtime.ElectricRuntime``, built from its settings (``.settings``).
+The package itself imports nothing, so that the app reads this runtime's settings without
+loading the runtime.
+"""

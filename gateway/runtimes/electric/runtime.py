@@ -11,7 +11,6 @@ from contract import Command
 
 from ...events import SessionUpdated
 from ...metrics import StoreObserver
-from ...settings import CoreSettings
 from ...state import MemoryStore, StateStore, TimedStore, open_store, store_problem
 from ..base import AgentInfo, Runtime, RuntimeSession, UpdateListener
 from .client import REQUEST_ERRORS, ElectricClient
@@ -19,6 +18,7 @@ from .failures import StreamFailures
 from .host import Declares
 from .ids import check_prefix
 from .session import ElectricSession
+from .settings import ElectricSettings
 from .wire import ElectricError
 
 log = logging.getLogger("slashgate.electric")
@@ -35,7 +35,7 @@ class ElectricRuntime(Runtime):
     name = "electric"
     strict_names = True  # the server answers 422 to slash_command names outside STRICT_NAME
 
-    def __init__(self, settings: CoreSettings, store: StateStore | None = None) -> None:
+    def __init__(self, settings: ElectricSettings, store: StateStore | None = None) -> None:
         self.settings = settings
         self.prefix = check_prefix(settings.electric_id_prefix)
         self.entity_type = settings.electric_entity_type

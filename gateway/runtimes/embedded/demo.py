@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from ...attachments import size_text
+from ...settings import CoreSettings
 from .bot import Bot, Context
 from .entity import HandlerError
 
@@ -101,3 +102,8 @@ def demo_bot() -> Bot:
         await ctx.reply("\n".join(said + [_received(part) for part in ctx.files]))
 
     return bot
+
+
+def demo_runtime(settings: CoreSettings) -> Bot:
+    """``runtime = "embedded"``, the default: the demo, which has no settings of its own."""
+    return demo_bot()

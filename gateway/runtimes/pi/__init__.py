@@ -1,6 +1,6 @@
-"""The pi runtime: ``pi --mode rpc`` per conversation, JSON lines over stdio."""
+"""The pi runtime: ``pi --mode rpc`` per conversation, JSON lines over stdio.
 
-from .runtime import PiRuntime
-from .session import PiSession
-
-__all__ = ["PiRuntime", "PiSession"]
+The runtime is ``.runtime.PiRuntime``, built from its settings (``.settings``). The
+package itself imports nothing, so that the app reads this runtime's settings without loading
+the runtime.
+"""

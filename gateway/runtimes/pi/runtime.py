@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-
-from pydantic import SecretStr
 
 from ...state import StateStore
 from ..base import Runtime, RuntimeSession, UpdateListener
 from ..kept import KeptSessions
 from ..stdio import missing_program, program
-from ..workspace import AgentPlace, AgentUser
 from .pool import PiPool
 from .process import PiProcess
 from .session import PiSession
+from .settings import PiSettings
 
 log = logging.getLogger("slashgate.pi")
 
@@ -23,26 +19,13 @@ log = logging.getLogger("slashgate.pi")
 class PiRuntime(Runtime):
     name = "pi"
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        cwd: Path = Path("."),
-        env: Mapping[str, SecretStr] | None = None,
-        pool_size: int = 8,
-        idle_ttl: float = 600.0,
-        cancel_grace: float = 5.0,
-        *,
-        workspace: bool = False,
-        user: AgentUser | None = None,
-    ) -> None:
-        """``cwd``: pi's folder (``workspace``: the gateway's, made at start); ``user``: who
-        pi runs as (None: the gateway's user).
-        """
-        if not command:
+    def __init__(self, settings: PiSettings) -> None:
+        if not settings.pi_command:
             raise ValueError('pi_command is empty: set it, e.g. ["pi", "--mode", "rpc"]')
-        place = AgentPlace(cwd.expanduser().resolve(), workspace, user)
-        self.pool = PiPool(program(command), place, dict(env or {}), pool_size, idle_ttl)
-        self.cancel_grace = cancel_grace  # how long pi has to answer an abort
+        command, env = program(settings.pi_command), dict(settings.pi_env)
+        place = settings.agent_place("pi")
+        self.pool = PiPool(command, place, env, settings.pi_pool_size, settings.pi_idle_ttl)
+        self.cancel_grace = settings.cancel_grace  # how long pi has to answer an abort
         self.kept = KeptSessions("pi")  # conversation -> its pi session file
 
     def use_store(self, store: StateStore) -> None:
