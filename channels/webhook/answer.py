@@ -10,10 +10,12 @@ same.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
+from channels.endpoint import JSON, Answer, response
 from contract import Classification, ComposerInputMessage
 from gateway import jsonslices, offload
 from gateway.api import Encoded, Outcome
@@ -25,6 +27,7 @@ _encode_utf8 = jsonslices.encoder(ensure_ascii=False)
 
 
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
+_JSON = {"Content-Type": JSON}
 
 
 def answer_size(body: dict[str, Any]) -> int:
@@ -70,24 +73,31 @@ def _encoded(value: dict[str, Any]) -> Encoded:
     return Encoded(jsonslices.dump_bytes(value))
 
 
-async def respond(
-    request: web.Request, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> web.StreamResponse:
-    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it."""
+async def answer_json(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
+    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it; a big one
+    encoded in a thread.
+    """
     size = answer_size(body)
     if size < offload.THRESHOLD:
-        return web.json_response(body, dumps=_encode, headers=headers)
-    data = await offload.off_loop(size, sliced_json, body)
-    response = web.StreamResponse(headers=headers)
-    response.content_type, response.charset = "application/json", "utf-8"
-    response.content_length = len(data)
-    await response.prepare(request)
+        data = _encode(body).encode()
+    else:
+        data = await offload.off_loop(size, sliced_json, body)
+    return Answer(200, data, {"Content-Type": JSON, **headers} if headers else _JSON)
+
+
+async def send(request: web.Request, answer: Answer) -> web.StreamResponse:
+    """``answer`` as aiohttp sends it; a big one written ``WRITE`` bytes at a time."""
+    if len(answer.body) <= WRITE:
+        return response(answer)
+    sent = web.StreamResponse(status=answer.status, headers=answer.headers)
+    sent.content_length = len(answer.body)
+    await sent.prepare(request)
     try:
-        await write(response, data)
-        await response.write_eof()
+        await write(sent, answer.body)
+        await sent.write_eof()
     except ConnectionResetError:
         pass  # the client left: as for an answer aiohttp writes, nothing to do
-    return response
+    return sent
 
 
 async def write(response: web.StreamResponse, data: bytes) -> None:
