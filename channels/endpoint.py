@@ -22,7 +22,7 @@ from gateway.body import BodyError, read_body
 JSON = "application/json; charset=utf-8"  # what aiohttp's json_response sends
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: its __init__ would set each field through object's
 class Answer:
     """What goes back: the status, the headers (``Content-Type`` among them) and the body."""
 

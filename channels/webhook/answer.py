@@ -73,21 +73,29 @@ def _encoded(value: dict[str, Any]) -> Encoded:
     return Encoded(jsonslices.dump_bytes(value))
 
 
-async def answer_json(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
-    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it; a big one
-    encoded in a thread.
+def answer_json(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer | None:
+    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it; None for a big
+    one, which ``big_answer`` encodes in a thread (the usual case without a coroutine).
     """
-    size = answer_size(body)
-    if size < offload.THRESHOLD:
-        data = _encode(body).encode()
-    else:
-        data = await offload.off_loop(size, sliced_json, body)
-    return Answer(200, data, {"Content-Type": JSON, **headers} if headers else _JSON)
+    if answer_size(body) >= offload.THRESHOLD:
+        return None
+    return Answer(200, _encode(body).encode(), {**_JSON, **headers} if headers else _JSON)
+
+
+async def big_answer(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
+    """``answer_json`` of a big answer, encoded in a thread."""
+    data = await offload.off_loop(answer_size(body), sliced_json, body)
+    return Answer(200, data, {**_JSON, **(headers or {})})
+
+
+def small(answer: Answer) -> bool:
+    """Sent in one write (``endpoint.response``), not ``WRITE`` bytes at a time."""
+    return len(answer.body) <= WRITE
 
 
 async def send(request: web.Request, answer: Answer) -> web.StreamResponse:
     """``answer`` as aiohttp sends it; a big one written ``WRITE`` bytes at a time."""
-    if len(answer.body) <= WRITE:
+    if small(answer):
         return response(answer)
     sent = web.StreamResponse(status=answer.status, headers=answer.headers)
     sent.content_length = len(answer.body)

@@ -59,7 +59,6 @@ class Route:
         except BodyError as exc:
             raise ApiError(exc.status, exc.code, exc.message) from None
 
-
     def not_json(self, headers: Mapping[str, str], files: bool) -> ApiError:
         """The 415 of a body that is not sent as JSON, counted."""
         self.gateway.metrics.http_refused("content_type")

@@ -12,12 +12,12 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.endpoint import Answer, error_answer, media_type
+from channels.endpoint import Answer, error_answer, media_type, response
 from gateway.api import Attachment, Channel, Entry, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
 from gateway.body import BodyError, token_header
 
-from .answer import answer_json, send
+from .answer import answer_json, big_answer, send, small
 from .checks import JSON, Bearer, Route, checked_files, parse
 from .errors import ApiError
 from .files import WebhookFiles
@@ -56,7 +56,9 @@ class Messages(Route):
         streaming = "text/event-stream" in headers.get("Accept", "")
         if not streaming and request.content_type != "multipart/form-data":
             body = await self.read(request, files=True)
-            return await send(request, await self.take(body, headers))
+            answer = await self.take(body, headers)
+            # The usual answer sent here, without a coroutine more.
+            return response(answer) if small(answer) else await send(request, answer)
         return await self._post(request, streaming)
 
     async def answer(self, body: bytes, headers: Mapping[str, str]) -> Answer:
@@ -82,11 +84,12 @@ class Messages(Route):
                 entry = await self._claim(message, key, idempotency)
                 if entry is None:
                     replay = await self.keys.replay(idempotency)
-                    return await answer_json(replay, REPLAYED)
+                    return answer_json(replay, REPLAYED) or await big_answer(replay, REPLAYED)
             answer = await self._run(message, None, idempotency, entry)
         except (ApiError, BodyError) as exc:
             return error_answer(exc.status, exc.code, exc.message)
-        return await answer_json(answer)  # the turn is done: its answer is kept
+        # The turn is done: its answer is kept.
+        return answer_json(answer) or await big_answer(answer)
 
     async def _post(self, request: web.Request, streaming: bool) -> web.StreamResponse:
         """A form with files, or an answer in server-sent events."""
@@ -109,10 +112,10 @@ class Messages(Route):
                 return await self._replayed(request, replay, streaming)
         if not streaming:
             answer = await self._run(message, uploaded, idempotency, entry)
-            return await send(request, await answer_json(answer))
+            return await send(request, answer_json(answer) or await big_answer(answer))
         try:
             if uploaded is None:
-                uploaded = await self._fetched(message)
+                uploaded = await self._fetched(message) if message.attachments else ()
             inbound = self._inbound(message, uploaded)
             return await self._stream(request, inbound, idempotency, entry)
         except BaseException:
@@ -129,7 +132,7 @@ class Messages(Route):
         """The turn, and its answer (a ``MessageOut``); a key whose turn failed is freed."""
         try:
             if uploaded is None:
-                uploaded = await self._fetched(message)
+                uploaded = await self._fetched(message) if message.attachments else ()
             inbound = self._inbound(message, uploaded)
             sink = AnswerSink(self.keys, inbound.conversation, idempotency)
             outcome = await self.gateway.handle(inbound, sink, entry)
@@ -160,8 +163,6 @@ class Messages(Route):
 
     async def _fetched(self, message: MessageIn) -> tuple[Attachment, ...]:
         """The files of a JSON body (their data decoded, their URLs fetched)."""
-        if not message.attachments:
-            return ()
         return await checked_files(self.files.resolve(message.attachments))
 
     def _inbound(self, message: MessageIn, files: tuple[Attachment, ...]) -> InboundMessage:
@@ -194,7 +195,8 @@ class Messages(Route):
     ) -> web.StreamResponse:
         """The first request's answer again, marked as a replay."""
         if not streaming:
-            return await send(request, await answer_json(body, REPLAYED))
+            answer = answer_json(body, REPLAYED) or await big_answer(body, REPLAYED)
+            return await send(request, answer)
         response = web.StreamResponse(headers={**REPLAYED, **EVENT_STREAM})
         await response.prepare(request)
         sink = EventStreamSink(self.keys, response, body["conversation"])
