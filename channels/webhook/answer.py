@@ -40,13 +40,23 @@ def answer_size(body: dict[str, Any]) -> int:
     )
 
 
-async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
-    """``outcome_body``; a big answer's in a thread."""
+def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any] | None:
+    """``outcome_body``; None for a big answer, which ``big_answer_body`` builds in a thread
+    (the usual case without a coroutine).
+    """
+    if _outcome_size(outcome) >= offload.THRESHOLD:
+        return None
+    return outcome_body(conversation, outcome)
+
+
+async def big_answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
+    return await offload.off_loop(_outcome_size(outcome), outcome_body, conversation, outcome)
+
+
+def _outcome_size(outcome: Outcome) -> int:
+    """Characters of text in an outcome's answer: its forwarded source and its reply."""
     forwarded, reply = outcome.forwarded, outcome.reply
-    size = (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
-    if size < offload.THRESHOLD:
-        return outcome_body(conversation, outcome)  # the usual case, without a coroutine more
-    return await offload.off_loop(size, outcome_body, conversation, outcome)
+    return (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
 
 
 async def accepted_data(
