@@ -19,6 +19,7 @@ import asyncio
 import json
 import re
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -196,18 +197,18 @@ def _printable(name: str) -> str:
 # -- headers ---------------------------------------------------------------------------------
 
 
-def header_bytes(request: web.Request, name: str) -> bytes:
+def header_bytes(headers: Mapping[str, str], name: str) -> bytes:
     """A header's value as the client sent it (b"" when absent): compared with a secret as
     bytes, a value past ASCII is a mismatch rather than a ``UnicodeEncodeError``.
     """
-    return request.headers.get(name, "").encode("utf-8", "surrogateescape")
+    return headers.get(name, "").encode("utf-8", "surrogateescape")
 
 
-def token_header(request: web.Request, name: str) -> str | None:
+def token_header(headers: Mapping[str, str], name: str) -> str | None:
     """A header that holds a key or an id: printable ASCII (RFC 9110's visible characters and
     spaces), None when absent, else BodyError 400 ``invalid_header`` naming it.
     """
-    value = request.headers.get(name)
+    value = headers.get(name)
     if value is not None and not (value.isascii() and value.isprintable()):
         raise BodyError(400, "invalid_header", f"{name} must be printable ASCII")
     return value

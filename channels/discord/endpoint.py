@@ -10,6 +10,7 @@ Every answer that is not Discord's is in the webhook channel's error shape.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import hikari
@@ -17,9 +18,9 @@ from aiohttp import web
 from hikari.api import EntityFactory
 from hikari.api.special_endpoints import InteractionResponseBuilder
 
-from channels.errors import error_body
+from channels.endpoint import Answer, body_or_answer, error_answer, json_answer, response
 from gateway.api import StoreUnavailable
-from gateway.body import BodyError, parse_json, read_body
+from gateway.body import BodyError, parse_json
 
 from .autocomplete import Completer
 from .inputs import DiscordInputs, Invocation
@@ -41,12 +42,6 @@ def _failure(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def _error(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
-) -> web.Response:
-    return web.json_response(error_body(code, message), status=status, headers=headers)
-
-
 class InteractionsEndpoint:
     def __init__(
         self,
@@ -65,45 +60,53 @@ class InteractionsEndpoint:
         self._max_body = max_body
 
     async def handle(self, request: web.Request) -> web.Response:
-        try:
-            raw = await read_body(request, self._max_body)
-        except BodyError as exc:
-            return _error(exc.status, exc.code, exc.message)
-        if not self._verifier.signed(request, raw):
-            return _error(401, "unauthorized", "invalid or expired Discord signature")
+        """The aiohttp route: the body read within its limit, then ``answer``."""
+        raw = await body_or_answer(request, self._max_body)
+        if isinstance(raw, Answer):
+            return response(raw)
+        return response(await self.answer(raw, request.headers))
+
+    async def answer(self, raw: bytes, headers: Mapping[str, str]) -> Answer:
+        """An interaction as Discord sends it (the body as sent, its signature headers)."""
+        if not self._verifier.signed(headers, raw):
+            return error_answer(401, "unauthorized", "invalid or expired Discord signature")
         try:
             payload = parse_json(raw)
         except BodyError as exc:
-            return _error(exc.status, exc.code, exc.message)
+            return error_answer(exc.status, exc.code, exc.message)
         # JSON's true is an int to isinstance, and would be a PING.
         if not isinstance(payload, dict) or type(payload.get("type")) is not int:
-            return _error(400, "invalid_request", "not a Discord interaction")
+            return error_answer(400, "invalid_request", "not a Discord interaction")
         if payload["type"] == PING:  # Discord checks the endpoint with it
-            return web.json_response({"type": PONG})
+            return json_answer({"type": PONG})
         if self._inputs.stopping:
-            return _error(
+            return error_answer(
                 503, "service_unavailable", "the gateway is stopping", {"Retry-After": RETRY_AFTER}
             )
         try:
             fields = read(payload)
             if fields is None:
-                return _error(400, "invalid_request", "an interaction this gateway does not take")
+                return error_answer(
+                    400, "invalid_request", "an interaction this gateway does not take"
+                )
             interaction = self._entities.deserialize_interaction(payload)
         except Exception as exc:  # signed, but not an interaction as Discord sends them
             # The reason is in the answer, and so in the server's one line for a 4xx.
             said = str(exc) if isinstance(exc, Unreadable) else _failure(exc)
-            return _error(400, "invalid_request", f"unprocessable Discord interaction: {said}")
+            return error_answer(
+                400, "invalid_request", f"unprocessable Discord interaction: {said}"
+            )
         if isinstance(interaction, hikari.CommandInteraction) and isinstance(fields, Called):
             invocation = self._inputs.read(fields)
-            response = await self._command(interaction, invocation, payload)
+            built = await self._command(interaction, invocation, payload)
         elif isinstance(interaction, hikari.AutocompleteInteraction) and isinstance(fields, Called):
-            response = interaction.build_response(await self._completer.choices(fields))
+            built = interaction.build_response(await self._completer.choices(fields))
         elif isinstance(interaction, hikari.ComponentInteraction):
-            response = await self._permissions.answer(interaction)
+            built = await self._permissions.answer(interaction)
         else:
-            return _error(400, "invalid_request", "an interaction this gateway does not take")
-        body, _ = response.build(self._entities)
-        return web.json_response(body)
+            return error_answer(400, "invalid_request", "an interaction this gateway does not take")
+        body, _ = built.build(self._entities)
+        return json_answer(body)
 
     async def _command(
         self,

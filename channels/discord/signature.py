@@ -5,8 +5,8 @@ application's public key (PyNaCl, as hikari verifies), and a timestamp near our 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
-from aiohttp import web
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
@@ -19,10 +19,10 @@ class Verifier:
     def __init__(self, public_key: str) -> None:
         self._key = VerifyKey(bytes.fromhex(public_key))
 
-    def signed(self, request: web.Request, body: bytes) -> bool:
-        """The request carries a valid signature of ``body``, made at most ``MAX_AGE`` ago."""
-        stamp = request.headers.get(TIMESTAMP)
-        signature = request.headers.get(SIGNATURE)
+    def signed(self, headers: Mapping[str, str], body: bytes) -> bool:
+        """The headers carry a valid signature of ``body``, made at most ``MAX_AGE`` ago."""
+        stamp = headers.get(TIMESTAMP)
+        signature = headers.get(SIGNATURE)
         if stamp is None or signature is None:
             return False
         try:

@@ -70,14 +70,14 @@ class SlackChannel(Channel[SlackSettings]):
             settings.show_reasoning != "off",
         )
         self.app = bolt_app(self._inputs, settings.slack_api_base, secret, self._auth)
-        self._endpoint = EventsEndpoint(
+        self.endpoint = EventsEndpoint(
             self.app, self._inputs, secret, settings.webhook_max_body, self._auth.ok
         )
         self._socket: AsyncSocketModeHandler | None = None
         self._connecting: asyncio.Task[None] | None = None
 
     def mount(self, app: web.Application) -> None:
-        app.router.add_post(EVENTS_PATH, self._endpoint.handle)
+        app.router.add_post(EVENTS_PATH, self.endpoint.handle)
         document(app, *operations(EVENTS_PATH))
 
     async def readiness(self) -> str | None:

@@ -11,20 +11,20 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_plus
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from channels.errors import error_body
-from gateway.body import BodyError, header_bytes, parse_json, read_body
+from channels.endpoint import Answer, body_or_answer, error_answer, media_type, response
+from gateway.body import BodyError, header_bytes, parse_json
 
 from .inputs import UNAVAILABLE, SlackInputs, refusal
 
@@ -33,6 +33,8 @@ log = logging.getLogger("slashgate.slack")
 RETRY_AFTER = "1"  # seconds, in the 503 answered while the channel stops
 STOPPING = "the gateway is stopping, retry later"
 SIGNATURE_AGE = 60 * 5  # seconds: an older (or later) request timestamp is refused, as Slack says
+ACKNOWLEDGED = Answer(200, b"", {"Content-Type": "text/plain"})
+_CHARSET = re.compile(r";\s*charset=utf-8")
 
 
 def _form(body: str) -> dict[str, str]:
@@ -52,11 +54,15 @@ def _form(body: str) -> dict[str, str]:
     return form
 
 
-def _error(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
-) -> web.Response:
-    """The error body of the webhook channel on the same server."""
-    return web.json_response(error_body(code, message), status=status, headers=headers)
+def _bolt_answer(answered: BoltResponse) -> Answer:
+    """Bolt's answer as its aiohttp adapter sends it (no cookies: they come only with bolt's
+    OAuth flow, which the gateway does not run).
+    """
+    headers = answered.first_headers_without_set_cookie()
+    default = "application/json" if answered.body.startswith("{") else "text/plain"
+    sent = headers.pop("content-type", default)
+    headers["Content-Type"] = _CHARSET.sub("", sent)
+    return Answer(answered.status, answered.body.encode(), headers)
 
 
 class EventsEndpoint:
@@ -75,57 +81,58 @@ class EventsEndpoint:
         self._authorized = authorized
 
     async def handle(self, request: web.Request) -> web.Response:
+        """The aiohttp route: the body read within its limit, then ``answer``."""
+        raw = await body_or_answer(request, self._max_body)
+        if isinstance(raw, Answer):
+            return response(raw)
+        return response(await self.answer(raw, request.headers, request.query_string))
+
+    async def answer(self, raw: bytes, headers: Mapping[str, str], query: str = "") -> Answer:
         """Events API, slash commands and interactivity: verified here, dispatched by bolt."""
-        try:
-            raw = await read_body(request, self._max_body)
-        except BodyError as exc:
-            return _error(exc.status, exc.code, exc.message)
         try:
             body = raw.decode("utf-8")
         except UnicodeDecodeError:
-            return _error(400, "invalid_request", "request body is not UTF-8")
-        if not self._signed(request, raw):
-            return _error(401, "unauthorized", "invalid or expired Slack signature")
-        command = self._plain_command(request, body)
+            return error_answer(400, "invalid_request", "request body is not UTF-8")
+        if not self._signed(headers, raw):
+            return error_answer(401, "unauthorized", "invalid or expired Slack signature")
+        content_type = media_type(headers)
+        command = _plain_command(content_type, body)
         if command is None:
             try:
-                self._check_json(request, body)
+                _check_json(content_type, body)
             except BodyError as exc:
-                return _error(exc.status, exc.code, exc.message)
+                return error_answer(exc.status, exc.code, exc.message)
         # auth.test succeeded (answered from memory once it has); if not, bolt's authorization
         # answers the request, as it answers any other.
         if command is not None and await self._authorized():
             # Journaled, then acknowledged at once: the command runs after the answer is sent.
             refused = await self._command(command)
             if refused is None:  # acknowledged with an empty body: Slack shows nothing
-                return web.Response(content_type="text/plain")
-            response = refused
+                return ACKNOWLEDGED
+            answered = refused
         else:
             try:
-                bolt_request = AsyncBoltRequest(
-                    body=body, query=request.query_string, headers=dict(request.headers)
-                )
+                bolt_request = AsyncBoltRequest(body=body, query=query, headers=dict(headers))
             except Exception:
-                return _error(400, "invalid_request", "malformed Slack payload")
-            response = await self._app.async_dispatch(bolt_request)
-        if response.status == 503:  # stopping or not journaled: Slack delivers the event again
-            reason = UNAVAILABLE if response.body == UNAVAILABLE else STOPPING
-            return _error(503, "service_unavailable", reason, {"Retry-After": RETRY_AFTER})
-        if response.status >= 500:  # bolt could not handle a signed but unexpected payload
-            log.warning("Slack payload not processed (%s)", response.status)
-            return _error(400, "invalid_request", "unprocessable Slack payload")
-        if response.status >= 400:  # bolt's own refusal (no listener for it): in this shape too
-            reason = HTTPStatus(response.status).phrase
-            return _error(response.status, reason.lower().replace(" ", "_"), reason)
-        return await to_aiohttp_response(response)
+                return error_answer(400, "invalid_request", "malformed Slack payload")
+            answered = await self._app.async_dispatch(bolt_request)
+        if answered.status == 503:  # stopping or not journaled: Slack delivers the event again
+            reason = UNAVAILABLE if answered.body == UNAVAILABLE else STOPPING
+            return error_answer(503, "service_unavailable", reason, {"Retry-After": RETRY_AFTER})
+        if answered.status >= 500:  # bolt could not handle a signed but unexpected payload
+            log.warning("Slack payload not processed (%s)", answered.status)
+            return error_answer(400, "invalid_request", "unprocessable Slack payload")
+        if answered.status >= 400:  # bolt's own refusal (no listener for it): in this shape too
+            reason = HTTPStatus(answered.status).phrase
+            return error_answer(answered.status, reason.lower().replace(" ", "_"), reason)
+        return _bolt_answer(answered)
 
-    def _signed(self, request: web.Request, raw: bytes) -> bool:
+    def _signed(self, headers: Mapping[str, str], raw: bytes) -> bool:
         """Slack's v0 signature of the body as sent, at most five minutes old (compared in
         constant time), as slack_sdk's ``SignatureVerifier`` checks it.
         """
-        stamp = request.headers.get("X-Slack-Request-Timestamp")
-        signature = request.headers.get("X-Slack-Signature")
-        if stamp is None or signature is None:
+        stamp = headers.get("X-Slack-Request-Timestamp")
+        if stamp is None or "X-Slack-Signature" not in headers:
             return False
         try:
             if abs(time.time() - int(stamp)) > SIGNATURE_AGE:
@@ -135,33 +142,8 @@ class EventsEndpoint:
         mac = self._signing.copy()
         mac.update(b"v0:" + stamp.encode() + b":" + raw)
         # As bytes: compare_digest refuses a str with a character past ASCII (a 500, not a 401).
-        sent = header_bytes(request, "X-Slack-Signature")
+        sent = header_bytes(headers, "X-Slack-Signature")
         return hmac.compare_digest(b"v0=" + mac.hexdigest().encode(), sent)
-
-    @staticmethod
-    def _check_json(request: web.Request, body: str) -> None:
-        """The JSON bolt is about to parse (an event, or an interactivity ``payload``) read by
-        the gateway's strict reading first: BodyError 400 naming a string that is not valid
-        Unicode (a lone ``\\ud800``), which bolt's parser would let through to the agent.
-        """
-        if request.content_type == "application/json":
-            parse_json(body.encode())
-        elif "payload=" in body:
-            payload = _form(body).get("payload")
-            if payload is not None:
-                parse_json(payload.encode())
-
-    @staticmethod
-    def _plain_command(request: web.Request, body: str) -> dict[str, str] | None:
-        """A slash command's form, which bolt's dispatch would only hand to ``on_command``:
-        no SSL check, no interactivity ``payload``.
-        """
-        if request.content_type != "application/x-www-form-urlencoded":
-            return None
-        form = _form(body)
-        if "command" not in form or "payload" in form or "ssl_check" in form:
-            return None
-        return form
 
     async def _command(self, command: dict[str, Any]) -> BoltResponse | None:
         """A slash command as bolt's dispatch takes it: the ``refuse_while_stopping``
@@ -174,3 +156,28 @@ class EventsEndpoint:
         except Exception as error:
             return refusal(error) or BoltResponse(status=500)
         return None
+
+
+def _check_json(content_type: str, body: str) -> None:
+    """The JSON bolt is about to parse (an event, or an interactivity ``payload``) read by the
+    gateway's strict reading first: BodyError 400 naming a string that is not valid Unicode
+    (a lone ``\\ud800``), which bolt's parser would let through to the agent.
+    """
+    if content_type == "application/json":
+        parse_json(body.encode())
+    elif "payload=" in body:
+        payload = _form(body).get("payload")
+        if payload is not None:
+            parse_json(payload.encode())
+
+
+def _plain_command(content_type: str, body: str) -> dict[str, str] | None:
+    """A slash command's form, which bolt's dispatch would only hand to ``on_command``: no
+    SSL check, no interactivity ``payload``.
+    """
+    if content_type != "application/x-www-form-urlencoded":
+        return None
+    form = _form(body)
+    if "command" not in form or "payload" in form or "ssl_check" in form:
+        return None
+    return form

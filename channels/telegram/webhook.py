@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from aiogram import Bot
 from aiogram.types import Update
 from aiohttp import web
 from pydantic import ValidationError
 
+from channels.endpoint import Answer, json_answer, response
 from gateway.api import StoreUnavailable
 from gateway.body import BodyError, header_bytes, parse_json, read_body
 from gateway.openapi import document
@@ -49,14 +50,31 @@ class Webhook:
         self.registered = True
 
     async def receive(self, request: web.Request) -> web.Response:
-        if not hmac.compare_digest(header_bytes(request, SECRET_HEADER), self.secret):
+        """The aiohttp route: the secret and the load checked before the body is read."""
+        refused = self.refusal(request.headers)
+        if refused is None:
+            try:
+                body = await read_body(request, self.max_body)
+            except BodyError as exc:
+                refused = _error(exc.status, exc.message)
+            else:
+                return response(await self.take(body))
+        return response(refused)
+
+    async def answer(self, body: bytes, headers: Mapping[str, str]) -> Answer:
+        """An update as Telegram posts it (the body as sent, the secret token header)."""
+        return self.refusal(headers) or await self.take(body)
+
+    def refusal(self, headers: Mapping[str, str]) -> Answer | None:
+        """401 without the secret; 503 while stopping or full (Telegram delivers it again)."""
+        if not hmac.compare_digest(header_bytes(headers, SECRET_HEADER), self.secret):
             return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
-        if self.closing() or self.intake.full:  # Telegram redelivers
-            return _error(503, "busy, retry later", headers={"Retry-After": "1"})
-        try:
-            body = await read_body(request, self.max_body)
-        except BodyError as exc:
-            return _error(exc.status, exc.message)
+        if self.closing() or self.intake.full:
+            return _error(503, "busy, retry later", headers=RETRY)
+        return None
+
+    async def take(self, body: bytes) -> Answer:
+        """An update read by aiogram's model and handed to the intake."""
         try:
             update = Update.model_validate_json(body, context={"bot": self.bot})
         except ValidationError as exc:
@@ -73,9 +91,14 @@ class Webhook:
             await self.intake.take(update, body.decode())
         except StoreUnavailable as exc:  # not journaled: Telegram must deliver it again
             log.warning("update %d not taken: %s", update.update_id, exc)
-            return _error(503, "the gateway's store is unavailable", headers={"Retry-After": "1"})
-        return web.json_response({"ok": True})
+            return _error(503, "the gateway's store is unavailable", headers=RETRY)
+        return TAKEN
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response({"ok": False, "description": message}, status=status, headers=headers)
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Answer:
+    """Telegram's own error shape, which its Bot API answers with."""
+    return json_answer({"ok": False, "description": message}, status, headers)
+
+
+RETRY = {"Retry-After": "1"}
+TAKEN = json_answer({"ok": True})

@@ -10,10 +10,12 @@ same.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
+from channels.endpoint import JSON, Answer, response
 from contract import Classification, ComposerInputMessage
 from gateway import jsonslices, offload
 from gateway.api import Encoded, Outcome
@@ -25,6 +27,7 @@ _encode_utf8 = jsonslices.encoder(ensure_ascii=False)
 
 
 WRITE = 256 * 1024  # bytes per write: the socket takes them, or the writer waits
+_JSON = {"Content-Type": JSON}
 
 
 def answer_size(body: dict[str, Any]) -> int:
@@ -37,13 +40,23 @@ def answer_size(body: dict[str, Any]) -> int:
     )
 
 
-async def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
-    """``outcome_body``; a big answer's in a thread."""
+def answer_body(conversation: str, outcome: Outcome) -> dict[str, Any] | None:
+    """``outcome_body``; None for a big answer, which ``big_answer_body`` builds in a thread
+    (the usual case without a coroutine).
+    """
+    if _outcome_size(outcome) >= offload.THRESHOLD:
+        return None
+    return outcome_body(conversation, outcome)
+
+
+async def big_answer_body(conversation: str, outcome: Outcome) -> dict[str, Any]:
+    return await offload.off_loop(_outcome_size(outcome), outcome_body, conversation, outcome)
+
+
+def _outcome_size(outcome: Outcome) -> int:
+    """Characters of text in an outcome's answer: its forwarded source and its reply."""
     forwarded, reply = outcome.forwarded, outcome.reply
-    size = (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
-    if size < offload.THRESHOLD:
-        return outcome_body(conversation, outcome)  # the usual case, without a coroutine more
-    return await offload.off_loop(size, outcome_body, conversation, outcome)
+    return (len(forwarded.payload.source) if forwarded else 0) + (len(reply.text) if reply else 0)
 
 
 async def accepted_data(
@@ -70,24 +83,39 @@ def _encoded(value: dict[str, Any]) -> Encoded:
     return Encoded(jsonslices.dump_bytes(value))
 
 
-async def respond(
-    request: web.Request, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> web.StreamResponse:
-    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it."""
-    size = answer_size(body)
-    if size < offload.THRESHOLD:
-        return web.json_response(body, dumps=_encode, headers=headers)
-    data = await offload.off_loop(size, sliced_json, body)
-    response = web.StreamResponse(headers=headers)
-    response.content_type, response.charset = "application/json", "utf-8"
-    response.content_length = len(data)
-    await response.prepare(request)
+def answer_json(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer | None:
+    """The answer ``body`` (a ``MessageOut``), as ``json.dumps`` encodes it; None for a big
+    one, which ``big_answer`` encodes in a thread (the usual case without a coroutine).
+    """
+    if answer_size(body) >= offload.THRESHOLD:
+        return None
+    return Answer(200, _encode(body).encode(), {**_JSON, **headers} if headers else _JSON)
+
+
+async def big_answer(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
+    """``answer_json`` of a big answer, encoded in a thread."""
+    data = await offload.off_loop(answer_size(body), sliced_json, body)
+    return Answer(200, data, {**_JSON, **(headers or {})})
+
+
+def small(answer: Answer) -> bool:
+    """Sent in one write (``endpoint.response``), not ``WRITE`` bytes at a time."""
+    return len(answer.body) <= WRITE
+
+
+async def send(request: web.Request, answer: Answer) -> web.StreamResponse:
+    """``answer`` as aiohttp sends it; a big one written ``WRITE`` bytes at a time."""
+    if small(answer):
+        return response(answer)
+    sent = web.StreamResponse(status=answer.status, headers=answer.headers)
+    sent.content_length = len(answer.body)
+    await sent.prepare(request)
     try:
-        await write(response, data)
-        await response.write_eof()
+        await write(sent, answer.body)
+        await sent.write_eof()
     except ConnectionResetError:
         pass  # the client left: as for an answer aiohttp writes, nothing to do
-    return response
+    return sent
 
 
 async def write(response: web.StreamResponse, data: bytes) -> None:

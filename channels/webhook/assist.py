@@ -27,19 +27,19 @@ from .wire import (
 class Assist(Route):
     async def get_commands(self, request: web.Request) -> web.Response:
         """The inventory; with ``user``, what ``/help`` would list to that sender."""
-        self.authorize(request)
+        self.authorize(request.headers)
         query = validate(CommandsQuery, _given(request))
         commands = await self._offered(query)
         return web.json_response(commands_body(commands, self.settings.interactive_only))
 
     async def get_agent(self, request: web.Request) -> web.Response:
         """Who answers: the runtime's agent, by name."""
-        self.authorize(request)
+        self.authorize(request.headers)
         return web.json_response(agent_body(self.gateway.agent))
 
     async def get_complete(self, request: web.Request) -> web.Response:
         """What fits at the cursor: the conversation's commands, or reference prefixes."""
-        self.authorize(request)
+        self.authorize(request.headers)
         query = validate(CompleteQuery, _given(request))
         conversation = query.conversation
         commands = await self._offered(query)
@@ -64,14 +64,14 @@ class Assist(Route):
 
     async def post_classify(self, request: web.Request) -> web.Response:
         """The classification and payload ``POST /v1/messages`` would give; nothing runs."""
-        self.authorize(request)
+        self.authorize(request.headers)
         data = parse(await self.read(request), ClassifyIn)
         inbound = InboundMessage(self.name, data.conversation, "", data.text)
         outcome = await self.gateway.preview(inbound)
         return web.json_response(preview_body(data.conversation, outcome))
 
     async def post_permission(self, request: web.Request) -> web.Response:
-        self.authorize(request)
+        self.authorize(request.headers)
         body = parse(await self.read(request), PermissionAnswer)
         status, data = await answer(self.gateway, self.name, request.match_info["request_id"], body)
         return web.json_response(data, status=status)

@@ -5,7 +5,7 @@ Each refusal is an ``ApiError``, a 4xx.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -32,10 +32,10 @@ class Bearer:
     def __init__(self, token: SecretStr | None) -> None:
         self.token = token.get_secret_value().encode() if token else None
 
-    def check(self, request: web.Request) -> None:
+    def check(self, headers: Mapping[str, str]) -> None:
         if self.token is None:
             return
-        scheme, _, presented = header_bytes(request, "Authorization").partition(b" ")
+        scheme, _, presented = header_bytes(headers, "Authorization").partition(b" ")
         ok = scheme.lower() == b"bearer" and hmac.compare_digest(presented.strip(), self.token)
         if not ok:
             raise ApiError(401, "unauthorized", "missing or wrong Authorization: Bearer token")
@@ -53,22 +53,26 @@ class Route:
         multipart form, which the caller reads).
         """
         if request.content_type != JSON:  # also when there is no Content-Type at all
-            self.gateway.metrics.http_refused("content_type")
-            raise ApiError(415, "unsupported_media_type", _not_json(request, files))
+            raise self.not_json(request.headers, files)
         try:
             return await read_body(request, self.settings.webhook_max_body)
         except BodyError as exc:
             raise ApiError(exc.status, exc.code, exc.message) from None
 
+    def not_json(self, headers: Mapping[str, str], files: bool) -> ApiError:
+        """The 415 of a body that is not sent as JSON, counted."""
+        self.gateway.metrics.http_refused("content_type")
+        return ApiError(415, "unsupported_media_type", _not_json(headers, files))
+
 
 JSON = "application/json"
 
 
-def _not_json(request: web.Request, files: bool) -> str:
+def _not_json(headers: Mapping[str, str], files: bool) -> str:
     """Why a body is refused: a browser sends text/plain, forms and no type at all to another
     site without asking first; JSON it must ask for (CORS), so only JSON is taken.
     """
-    sent = request.headers.get("Content-Type")
+    sent = headers.get("Content-Type")
     wanted = f"{JSON} (or multipart/form-data with files)" if files else JSON
     said = f"Content-Type {sent[:100]!r}" if sent else "no Content-Type"
     curl = sent is not None and "urlencoded" in sent  # what curl -d sends

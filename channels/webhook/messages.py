@@ -7,16 +7,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
+from channels.endpoint import Answer, error_answer, media_type, response
 from gateway.api import Attachment, Channel, Entry, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
-from gateway.body import token_header
+from gateway.body import BodyError, token_header
 
-from .answer import respond
-from .checks import Bearer, Route, checked_files, parse
+from .answer import answer_json, big_answer, send, small
+from .checks import JSON, Bearer, Route, checked_files, parse
+from .errors import ApiError
 from .files import WebhookFiles
 from .idempotency import Idempotency, Keys
 from .settings import WebhookSettings
@@ -24,6 +27,8 @@ from .sinks import EVENT_STREAM, AnswerSink, EventStreamSink
 from .wire import MessageIn, outcome_body
 
 log = logging.getLogger("slashgate.webhook")
+
+REPLAYED = {"Idempotent-Replayed": "true"}  # the first request's answer again
 
 
 def upload_record(upload: Attachment) -> dict[str, Any]:
@@ -43,8 +48,52 @@ class Messages(Route):
         self.keys = Keys(channel)
 
     async def post(self, request: web.Request) -> web.StreamResponse:
-        self.authorize(request)
-        key = token_header(request, "Idempotency-Key")  # it goes to the store: ASCII only
+        """The aiohttp route: a JSON body answered with JSON goes to ``take``, the core; a form
+        with files, or an answer in server-sent events, needs the request itself.
+        """
+        headers = request.headers
+        self.authorize(headers)
+        streaming = "text/event-stream" in headers.get("Accept", "")
+        if not streaming and request.content_type != "multipart/form-data":
+            body = await self.read(request, files=True)
+            answer = await self.take(body, headers)
+            # The usual answer sent here, without a coroutine more.
+            return response(answer) if small(answer) else await send(request, answer)
+        return await self._post(request, streaming)
+
+    async def answer(self, body: bytes, headers: Mapping[str, str]) -> Answer:
+        """``POST /v1/messages`` with a JSON body, answered with JSON: the body as sent, the
+        request's headers (its token, media type, Idempotency-Key) in, the answer out.
+        """
+        try:
+            self.authorize(headers)
+            if media_type(headers) != JSON:
+                raise self.not_json(headers, files=True)
+        except ApiError as exc:
+            return error_answer(exc.status, exc.code, exc.message)
+        return await self.take(body, headers)
+
+    async def take(self, body: bytes, headers: Mapping[str, str]) -> Answer:
+        """A JSON body, once authorized: run, and answered (or replayed under its key)."""
+        try:
+            key = token_header(headers, "Idempotency-Key")  # it goes to the store: ASCII only
+            message = parse(body, MessageIn)
+            idempotency, entry = None, None
+            if key:
+                idempotency = Idempotency(key, hashlib.sha256(body).digest().hex())
+                entry = await self._claim(message, key, idempotency)
+                if entry is None:
+                    replay = await self.keys.replay(idempotency)
+                    return answer_json(replay, REPLAYED) or await big_answer(replay, REPLAYED)
+            answer = await self._run(message, None, idempotency, entry)
+        except (ApiError, BodyError) as exc:
+            return error_answer(exc.status, exc.code, exc.message)
+        # The turn is done: its answer is kept.
+        return answer_json(answer) or await big_answer(answer)
+
+    async def _post(self, request: web.Request, streaming: bool) -> web.StreamResponse:
+        """A form with files, or an answer in server-sent events."""
+        key = token_header(request.headers, "Idempotency-Key")
         uploaded: tuple[Attachment, ...] | None = None
         fingerprint = ""
         if request.content_type == "multipart/form-data":
@@ -52,40 +101,69 @@ class Messages(Route):
         else:
             body = await self.read(request, files=True)
             message = parse(body, MessageIn)
-        streaming = "text/event-stream" in request.headers.get("Accept", "")
+            if key:
+                fingerprint = hashlib.sha256(body).digest().hex()
         idempotency, entry = None, None
         if key:
-            if uploaded is None:
-                fingerprint = hashlib.sha256(body).digest().hex()
             idempotency = Idempotency(key, fingerprint)
-            record = {
-                "message": message.model_dump(mode="json"),
-                "uploads": None if uploaded is None else [upload_record(f) for f in uploaded],
-                "key": key,
-                "fingerprint": fingerprint,
-            }
-            entry = await self.keys.claim(message.conversation, idempotency, record)
+            entry = await self._claim(message, key, idempotency, uploaded)
             if entry is None:
                 replay = await self.keys.replay(idempotency)
                 return await self._replayed(request, replay, streaming)
+        if not streaming:
+            answer = await self._run(message, uploaded, idempotency, entry)
+            return await send(request, answer_json(answer) or await big_answer(answer))
         try:
             if uploaded is None:
-                uploaded = (
-                    await checked_files(self.files.resolve(message.attachments))
-                    if message.attachments
-                    else ()
-                )
+                uploaded = await self._fetched(message) if message.attachments else ()
             inbound = self._inbound(message, uploaded)
-            if streaming:
-                return await self._stream(request, inbound, idempotency, entry)
+            return await self._stream(request, inbound, idempotency, entry)
+        except BaseException:
+            await self._forget(idempotency, entry)
+            raise
+
+    async def _run(
+        self,
+        message: MessageIn,
+        uploaded: tuple[Attachment, ...] | None,
+        idempotency: Idempotency | None,
+        entry: Entry | None,
+    ) -> dict[str, Any]:
+        """The turn, and its answer (a ``MessageOut``); a key whose turn failed is freed."""
+        try:
+            if uploaded is None:
+                uploaded = await self._fetched(message) if message.attachments else ()
+            inbound = self._inbound(message, uploaded)
             sink = AnswerSink(self.keys, inbound.conversation, idempotency)
             outcome = await self.gateway.handle(inbound, sink, entry)
-            answer = sink.body or outcome_body(inbound.conversation, outcome)
         except BaseException:
-            if idempotency is not None and entry is not None:
-                await self.keys.forget(idempotency, entry)
+            await self._forget(idempotency, entry)
             raise
-        return await respond(request, answer)  # the turn is done: its answer is kept
+        return sink.body or outcome_body(inbound.conversation, outcome)
+
+    async def _forget(self, idempotency: Idempotency | None, entry: Entry | None) -> None:
+        if idempotency is not None and entry is not None:
+            await self.keys.forget(idempotency, entry)
+
+    async def _claim(
+        self,
+        message: MessageIn,
+        key: str,
+        idempotency: Idempotency,
+        uploaded: tuple[Attachment, ...] | None = None,
+    ) -> Entry | None:
+        """The request journaled under its key; None when the key was used before."""
+        record = {
+            "message": message.model_dump(mode="json"),
+            "uploads": None if uploaded is None else [upload_record(f) for f in uploaded],
+            "key": key,
+            "fingerprint": idempotency.fingerprint,
+        }
+        return await self.keys.claim(message.conversation, idempotency, record)
+
+    async def _fetched(self, message: MessageIn) -> tuple[Attachment, ...]:
+        """The files of a JSON body (their data decoded, their URLs fetched)."""
+        return await checked_files(self.files.resolve(message.attachments))
 
     def _inbound(self, message: MessageIn, files: tuple[Attachment, ...]) -> InboundMessage:
         return InboundMessage(
@@ -116,10 +194,10 @@ class Messages(Route):
         self, request: web.Request, body: dict[str, Any], streaming: bool
     ) -> web.StreamResponse:
         """The first request's answer again, marked as a replay."""
-        headers = {"Idempotent-Replayed": "true"}
         if not streaming:
-            return await respond(request, body, headers)
-        response = web.StreamResponse(headers={**headers, **EVENT_STREAM})
+            answer = answer_json(body, REPLAYED) or await big_answer(body, REPLAYED)
+            return await send(request, answer)
+        response = web.StreamResponse(headers={**REPLAYED, **EVENT_STREAM})
         await response.prepare(request)
         sink = EventStreamSink(self.keys, response, body["conversation"])
         await sink.send(

@@ -9,7 +9,7 @@ from aiohttp import web
 from contract import Classification, ComposerInputMessage
 from gateway.api import Outcome, ReplySink, RuntimeEvent
 
-from .answer import accepted_data, answer_body, event_frame, write
+from .answer import accepted_data, answer_body, big_answer_body, event_frame, write
 from .events import sse_event
 from .idempotency import Idempotency, Keys
 from .wire import outcome_body
@@ -30,7 +30,10 @@ class AnswerSink(ReplySink):
         self.body: dict[str, Any] | None = None
 
     async def completed(self, outcome: Outcome) -> None:
-        self.body = await answer_body(self.conversation, outcome)
+        conversation = self.conversation
+        self.body = answer_body(conversation, outcome) or await big_answer_body(
+            conversation, outcome
+        )
         if self.idempotency is not None:
             await self.keys.store(self.idempotency, self.body)
 
