@@ -9,7 +9,7 @@ that hikari knows those buckets.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -30,7 +30,7 @@ HOOK_HEADERS = {
 class LimitedDiscord(FakeDiscord):
     rate: float = 50.0  # the bot's calls a second, with no burst: evenly spaced
     refused: int = 0  # calls answered 429
-    _due: float = field(default=0.0)  # when the next call of the bot may come
+    _due: float = 0.0  # when the next call of the bot may come
 
     def app(self) -> web.Application:
         app = super().app()
