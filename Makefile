@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/pacing.py
 	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/streamed.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
 	$(BIN)/python bench/soak.py --quick

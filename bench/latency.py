@@ -10,7 +10,8 @@ its own. The gateway, the fake and this client share one process and one event l
 
 Printed per channel and count: p50 and p99 of the time from a command sent to its reply
 shown (the fake's clock as the reply arrives); replies that said "busy" (delivery holding a
-conversation: 0 is the goal); 429s; platform calls per turn (the acknowledgement a platform
+conversation: 0 is the goal; a one-line reply is delivered as it shows, so bench/streamed.py
+is where delivery could cause one); 429s; platform calls per turn (the acknowledgement a platform
 requires is not a call: Slack's and Discord's go back in the HTTP answer); and the bound the
 limits impose: the same workload sent by an ideal sender that keeps the limits as
 docs/rate-limits.md reads them (first come first served, no time spent anywhere but waiting
@@ -42,16 +43,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import channels.discord.channel  # noqa: E402, F401  (registers the channel)
+from bench.chats import (  # noqa: E402
+    slack_command,
+    slack_settings,
+    telegram_settings,
+    telegram_update,
+)
 from bench.limited import LimitedDiscord, LimitedSlack, LimitedTelegram  # noqa: E402
 from slashgate.server import running  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from tests.discord.interactions import PUBLIC_KEY, DiscordClient, command  # noqa: E402
-from tests.slack.slack_fake import command_body, signed_headers  # noqa: E402
 from tests.telegram.helpers import message_update  # noqa: E402
 
-TOKEN = "123456:bench-latency"
-SECRET = "bench-latency-secret"
-SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 REPLY_WAIT = 120.0  # seconds: a reply later than this means something is broken
 # The calls that show or change a message (the limits count them), by channel.
 COUNTED = {
@@ -158,24 +161,15 @@ def scheduled() -> tuple[float, float]:
 async def telegram(run: Run) -> None:
     fake = LimitedTelegram()
     url = await fake.start()
-    settings = make_settings(
-        telegram_token=SecretStr(TOKEN),
-        telegram_secret=SecretStr(SECRET),
-        telegram_api_base=url,
-        telegram_mode="webhook",
-    )
-    headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
     try:
+        settings = telegram_settings(url)
         async with running(settings, None) as server, aiohttp.ClientSession() as http:
 
             async def turn(i: int, k: int) -> tuple[float, str]:
                 chat = 10_000 + i
                 reply = fake.expect(str(chat))
                 update = message_update(chat, f"/echo hi {k}", user_id=chat)
-                start = time.monotonic()
-                async with http.post(f"{server.url}/telegram/webhook", json=update,
-                                     headers=headers) as answer:  # fmt: skip
-                    await answer.read()
+                start = await telegram_update(http, server.url, update)
                 text = await asyncio.wait_for(reply, REPLY_WAIT)
                 return fake.shown_at[str(chat)] - start, text
 
@@ -189,25 +183,16 @@ async def telegram(run: Run) -> None:
 async def slack(run: Run) -> None:
     fake = LimitedSlack()
     await fake.start()
-    settings = make_settings(
-        slack_bot_token=SecretStr("xoxb-bench"),
-        slack_signing_secret=SecretStr(SLACK_SECRET),
-        slack_api_base=fake.api,
-    )
     try:
+        settings = slack_settings(fake.api)
         async with running(settings, None) as server, aiohttp.ClientSession() as http:
 
             async def turn(i: int, k: int) -> tuple[float, str]:
                 channel = f"C{i:05d}"
                 reply = fake.expect(channel)
-                body = command_body("/agent", f"echo hi {k}", channel=channel, user=f"U{i:05d}",
-                                    response_url=fake.response_url_for(channel))  # fmt: skip
-                form = "application/x-www-form-urlencoded"
-                headers = signed_headers(body, form, secret=SLACK_SECRET)
-                start = time.monotonic()
-                async with http.post(f"{server.url}/slack/events", data=body.encode(),
-                                     headers=headers) as answer:  # fmt: skip
-                    await answer.read()
+                back = fake.response_url_for(channel)
+                start = await slack_command(http, server.url, f"echo hi {k}", channel,
+                                            f"U{i:05d}", back)  # fmt: skip
                 text = await asyncio.wait_for(reply, REPLY_WAIT)
                 return fake.shown_at[channel] - start, text
 

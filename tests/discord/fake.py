@@ -319,8 +319,9 @@ class FakeDiscord:
 
 
 @asynccontextmanager
-async def fake_discord() -> AsyncIterator[FakeDiscord]:
-    fake = FakeDiscord()
+async def fake_discord(fake: FakeDiscord | None = None) -> AsyncIterator[FakeDiscord]:
+    """``fake`` served (a new FakeDiscord when not given)."""
+    fake = FakeDiscord() if fake is None else fake
     async with serve_app(fake.app()) as url:
         fake.api_base = f"{url}/api/v10"
         yield fake

@@ -10,19 +10,26 @@ from collections.abc import AsyncIterator, Callable
 
 from channels.slack.pacing import SlackPacing
 from contract import Command
-from gateway.events import MessageDelta, MessageEnd, RuntimeEvent
+from gateway.events import MessageDelta, MessageEnd, RuntimeEvent, UsageReported
 from gateway.runtimes import Turn
 from tests.probe import until
 from tests.slack.slack_fake import WAIT, FakeSlack, fake_slack
 from tests.slack.slack_harness import ScriptedRuntime, ScriptedSession, slack_gateway
 
-COMMANDS = (Command(name="chat", description="Stream"), Command(name="hi", description="Hi"))
+COMMANDS = (
+    Command(name="chat", description="Stream"),
+    Command(name="hi", description="Hi"),
+    Command(name="ask", description="Hi, with its usage"),
+)
 CHATTY = ("C2", "C3")  # streaming: more chat.update calls than the budget has
+USAGE = UsageReported(input_tokens=10, output_tokens=2)
 
 
 def replies(fake: FakeSlack, channel: str) -> list[str]:
-    """What the bot's messages in ``channel`` say (after the line that says who ran what)."""
-    return [m.text.rpartition("\n")[2] for m in fake.messages(channel)]
+    """What the bot's messages in ``channel`` say first (after the line that says who ran
+    what).
+    """
+    return [m.text.split("\n")[1] for m in fake.messages(channel)]
 
 
 def script(fake: FakeSlack, stop: asyncio.Event) -> Callable[..., AsyncIterator[RuntimeEvent]]:
@@ -34,8 +41,11 @@ def script(fake: FakeSlack, stop: asyncio.Event) -> Callable[..., AsyncIterator[
         else:
             shown = replies(fake, "C1").count("done")
             yield MessageDelta("done")
-            # The turn ends once its text shows: what is left is a call that changes nothing.
+            # The turn ends once its text shows: what is left is a call that changes nothing,
+            # or (/ask) its usage line: one more chat.update under the workspace's budget.
             await fake.wait_for(lambda: replies(fake, "C1").count("done") > shown)
+            if turn.message.payload.source.startswith("/ask"):
+                yield USAGE
         yield MessageEnd()
 
     return run
@@ -57,7 +67,7 @@ async def test_the_next_command_after_a_visible_reply_runs_while_the_budget_is_s
                                           response_url=fake.response_url(channel))  # fmt: skip
                 await fake.wait_for(lambda: len(fake.of("chat.update")) >= 2, WAIT)
                 for i in range(2):
-                    await h.slack.command("/agent", "hi", channel="C1",
+                    await h.slack.command("/agent", "ask", channel="C1",
                                           response_url=fake.response_url(f"C1-{i}"))  # fmt: skip
                     # The next command as soon as this reply shows (or "busy" does).
                     await fake.wait_for(
@@ -69,6 +79,7 @@ async def test_the_next_command_after_a_visible_reply_runs_while_the_budget_is_s
             await h.channel.drain(WAIT)
     assert busy == [], "no command found the conversation busy"
     assert replies(fake, "C1") == ["done", "done"]
+    assert all(m.text.endswith("_12 tokens (10 in, 2 out)_") for m in fake.messages("C1"))
 
 
 async def test_a_one_line_reply_is_one_post(gateway_server):
