@@ -70,7 +70,8 @@ def report(path: Path) -> None:
     """Per area and in all: tests, wall, own and children's CPU; the slowest tests; the tail."""
     lines: list[dict[str, Any]] = [json.loads(line) for line in path.read_text().splitlines()]
     records = [r for r in lines if "test" in r]
-    processes = sum(r["process"] for r in lines if "process" in r)
+    # The main process waited for the workers: its record is the whole run's CPU.
+    processes = {r["worker"]: r["process"] for r in lines if "process" in r}
     areas: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
     for r in records:
         row = areas[_area(r["test"])]
@@ -90,7 +91,8 @@ def report(path: Path) -> None:
         f"{'all':<22}{total[0]:>6}{total[1]:>9.1f}{total[2]:>9.1f}{total[3]:>9.1f}"
         f"{total[2] + total[3]:>9.1f}"
     )
-    print(f"test processes in all (collection, session fixtures, zygote): {processes:.1f} s")
+    for worker, cpu in sorted(processes.items()):
+        print(f"process {worker}: {cpu:.1f} s of CPU in all, with the processes it waited for")
     print("\nslowest (cpu s, wall s):")
     for r in sorted(records, key=lambda r: -(r["own"] + r["children"]))[:40]:
         print(f"{r['own'] + r['children']:7.1f} {r['wall']:7.1f}  {r['test']}")

@@ -1,7 +1,7 @@
 """``python -m slashgate ...`` for tests, forked from a process that imported slashgate once.
 
-Each start of a gateway process used to pay about 3.5 s of CPU importing aiogram, the ACP
-SDK and the rest (docs/testing.md); the crash and replica tests start dozens. A zygote, one
+Each start of a gateway process with Telegram used to pay about 3.5 s of CPU importing
+aiogram and the rest (docs/testing.md); the crash and replica tests start dozens. A zygote, one
 per test process and started at its first use, imports all that once, then forks a child per
 start. The child is made to look like a fresh ``python -m slashgate`` process: the argv, the
 environment and the working directory asked for, its own stdin/stdout/stderr (the pipes the
