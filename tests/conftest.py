@@ -27,6 +27,7 @@ from gateway.runtimes import Runtime
 from gateway.runtimes.embedded import EmbeddedRuntime, EntityDefinition, HandlerContext, InboxWake
 from slashgate.config import Settings
 from slashgate.server import Running, running
+from tests import zygote
 from tests.http import WORKSPACE
 from tests.probe import Probe
 
@@ -34,6 +35,11 @@ from tests.probe import Probe
 pytest_plugins = ["tests.loop_watchdog", "pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_sessionfinish() -> None:
+    # Before the interpreter's exit: the zygote's CPU then counts as this process's children's.
+    zygote.stop()
 
 
 def pytest_report_header() -> list[str]:

@@ -29,6 +29,7 @@ reason=...)``: its limit is ``seconds``, its wall bound the factor times that.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
 import inspect
@@ -40,6 +41,7 @@ import traceback
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import pytest_asyncio
 
 LIMIT_S = float(os.environ.get("SLASHGATE_LOOP_WATCHDOG_S", "1.0"))
 WALL_FACTOR = float(os.environ.get("SLASHGATE_LOOP_WATCHDOG_WALL_FACTOR", "10"))
@@ -170,8 +172,9 @@ def _limit_for(item: pytest.Item) -> float:
     return max(LIMIT_S, float(mark.args[0]))
 
 
-@pytest.fixture
-async def _loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+@contextlib.contextmanager
+def _watched(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The watchdog on the running loop while in the block; the test fails if it was blocked."""
     with Watchdog(asyncio.get_running_loop(), _limit_for(request.node)) as dog:
         yield
     if dog.blocked_stack is not None:
@@ -182,11 +185,31 @@ async def _loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
         )
 
 
+# An async fixture runs on the loop of its own loop scope: one watchdog for the tests on a
+# loop of their own (the default), one for those on the session's loop (the browser tests).
+@pytest_asyncio.fixture(loop_scope="function")
+async def _loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    with _watched(request):
+        yield
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def _session_loop_watchdog(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    with _watched(request):
+        yield
+
+
+def _loop_scope(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("asyncio")
+    return (mark.kwargs.get("loop_scope") if mark else None) or "function"
+
+
 @pytest.fixture(autouse=True)
 def loop_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
     """Arms the watchdog for coroutine tests only: a sync test runs no loop to watch."""
     # A hypothesis test's function is its sync wrapper: the coroutine is its inner test.
     test = getattr(getattr(request.function, "hypothesis", None), "inner_test", request.function)
     if LIMIT_S > 0 and inspect.iscoroutinefunction(test):
-        request.getfixturevalue("_loop_watchdog")
+        session = _loop_scope(request.node) == "session"
+        request.getfixturevalue("_session_loop_watchdog" if session else "_loop_watchdog")
     yield

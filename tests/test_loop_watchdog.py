@@ -40,6 +40,11 @@ async def test_spins() -> None:
     spin_forever()
 
 
+@pytest.mark.asyncio(loop_scope="session")
+async def test_spins_on_the_sessions_loop() -> None:
+    spin_forever()
+
+
 async def test_sleeps_blocking() -> None:
     while True:
         time.sleep(0.05)
@@ -102,6 +107,8 @@ def test_the_watchdog_fails_blocked_loops_and_leaves_waiting_ones_alone(
     assert "FAILED test_inner.py::test_spins" in out
     assert "the event loop was blocked: it used" in out
     assert "in spin_forever" in out
+    # So is one on the session's event loop (the browser tests'): its watchdog is on that loop.
+    assert "FAILED test_inner.py::test_spins_on_the_sessions_loop" in out
     # A loop asleep in a system call uses no CPU: it fails at the wall bound, naming the line.
     assert "FAILED test_inner.py::test_sleeps_blocking" in out
     assert "s of wall time" in out

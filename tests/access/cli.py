@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import ACCESS_DEFAULTS, ROOT
+from tests.zygote import start_python
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,9 @@ async def access(store: dict[str, str], *args: str) -> Said:
     """``slashgate access ARGS`` with the store settings ``store`` (SLASHGATE_* names)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLASHGATE_")}
     env.update(store)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "slashgate", "access", *args,
+    # Forked from the test zygote (tests/zygote.py): a process of its own, less the imports.
+    process = await start_python(
+        "slashgate", "access", *args,
         cwd=ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), 60)

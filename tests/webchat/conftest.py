@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Browser, Page, Route, async_playwright, expect
 
 CHROMIUM = next(
@@ -73,19 +74,32 @@ def shoot(screenshots: Path) -> Shoot:
     return shoot_
 
 
-@pytest.fixture
+# The site of tests/webchat/test_hostile_page.py, resolved to 127.0.0.1 by the browser alone.
+HOSTILE_SITE = "evil.example"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
+    """One Chromium for all the browser tests of a test process (starting one took about
+    1.3 s of CPU); each test opens its pages in a browser context of its own, a fresh
+    profile. The tests using it run on the session's event loop (``LOOP``), the one it is on.
+    """
     if CHROMIUM is None:
         pytest.skip("chromium not found (apt-get install chromium); the browser tests need it")
+    rules = f"--host-resolver-rules=MAP {HOSTILE_SITE} 127.0.0.1"
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, rules])
         try:
             yield browser
         finally:
             await browser.close()
 
 
-@pytest.fixture
+# The mark of every test that uses ``browser``: the session's event loop.
+LOOP = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def open_page(browser: Browser) -> AsyncIterator[OpenPage]:
     """``await open_page(url, width=1000)``: a fresh browser profile on the web chat.
     ``routes`` (URL pattern: handler) are in place before the page loads.

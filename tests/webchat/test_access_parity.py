@@ -12,7 +12,9 @@ from playwright.async_api import expect
 from tests.access.parity import CASES, HEADER, limited, matches, runtime
 from tests.conftest import ServerFactory
 
-from .conftest import OpenPage
+from .conftest import LOOP, OpenPage
+
+pytestmark = LOOP
 
 PLAYED = [c for c in CASES if c["where"] == "group" and c["sender"] == "member" and not limited(c)]
 

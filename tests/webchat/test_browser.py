@@ -32,7 +32,9 @@ from slashgate import Bot, Context
 from tests.conftest import ServerFactory
 from tests.telegram.helpers import Scripted
 
-from .conftest import WAIT, OpenPage
+from .conftest import LOOP, WAIT, OpenPage
+
+pytestmark = LOOP
 
 DEPLOY = Command(name="deploy", description="Deploy a build", hint="environment")
 UNSUPPORTED = "Unsupported slash command /nope. Send /help to list available commands."

@@ -11,7 +11,9 @@ from playwright.async_api import Page, expect
 from gateway.runtimes.embedded.demo import demo_bot
 from tests.conftest import ServerFactory
 
-from .conftest import OpenPage, Shoot
+from .conftest import LOOP, OpenPage, Shoot
+
+pytestmark = LOOP
 
 SIZES = {"desktop": (1000, 720), "phone": (375, 720)}
 SUFFIX = {"desktop": "", "phone": "-phone"}

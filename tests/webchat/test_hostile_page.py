@@ -7,19 +7,19 @@ cors_origins calls the API from its page, preflight and all, and reads the reply
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
-import pytest
 from aiohttp import web
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser
 
 from tests.conftest import ServerFactory
 from tests.http import serve_app
 from tests.metrics import scrape
 
-from .conftest import ARGS, CHROMIUM, WAIT
+from .conftest import HOSTILE_SITE as SITE
+from .conftest import LOOP, WAIT
 
-SITE = "evil.example"  # resolved to 127.0.0.1 by the browser alone
+pytestmark = LOOP
+
 MESSAGE = {"conversation": "c1", "user": "me", "text": "/echo pwned"}
 
 ATTACK = """<!doctype html><title>loading</title>
@@ -51,19 +51,6 @@ fetch("GATEWAY/v1/messages", {method: "POST", headers: {"Content-Type": "applica
   .then((r) => r.json()).then((body) => { document.title = "reply: " + body.reply.text; },
                                 (error) => { document.title = "failed: " + error; });
 </script>"""
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    if CHROMIUM is None:
-        pytest.skip("chromium not found (apt-get install chromium); the browser tests need it")
-    rules = f"--host-resolver-rules=MAP {SITE} 127.0.0.1"
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=[*ARGS, rules])
-        try:
-            yield browser
-        finally:
-            await browser.close()
 
 
 def page_of(html: str, gateway: dict[str, str]) -> web.Application:

@@ -17,7 +17,9 @@ from playwright.async_api import expect
 
 from tests.conftest import ServerFactory, load_parity, parity_runtime
 
-from .conftest import OpenPage
+from .conftest import LOOP, OpenPage
+
+pytestmark = LOOP
 
 HEADER, CASES = load_parity()
 REJECTED = ("invalid", "unsupported", "interactive_only")
