@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from channels.discord import settings as discord
+from channels.matrix import settings as matrix
 from channels.slack import settings as slack
 from channels.telegram import settings as telegram
 from channels.webchat import settings as webchat
@@ -88,6 +89,12 @@ CHANNELS: tuple[Plug[Any], ...] = (
         discord.enabled,
         "channels.discord.channel:DiscordChannel",
         name="discord",
+    ),
+    Plug(
+        matrix.MatrixSettings,
+        matrix.enabled,
+        "channels.matrix.channel:MatrixChannel",
+        name="matrix",
     ),
 )
 
