@@ -19,6 +19,7 @@ from mautrix.errors import MatrixError
 from channels.activity import with_usage
 from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
+from gateway.offload import off_loop
 
 from .activity import ActivityNotice
 from .outbox import Outbox, Target
@@ -104,7 +105,8 @@ class MatrixSink(ReplySink):
         if self._queued is not None:
             await self.outbox.redact(self.room, self._queued)
             self._queued = None
-        chunks = render(reply_text(reply)) or render("…")
+        text = reply_text(reply) or "…"
+        chunks = await off_loop(len(text), render, text)  # a long reply: off the event loop
         try:
             await self._deliver(chunks)
         except (MatrixError, OSError) as exc:  # tried again already: one line, no more

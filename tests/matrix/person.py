@@ -19,7 +19,7 @@ from .synapse import Account
 
 Event = dict[str, Any]
 FILTER = FilterID('{"room":{"timeline":{"limit":50}}}')
-WAIT = 60.0  # seconds: generous, a loaded machine is many times slower
+WAIT = 120.0  # seconds: generous, a loaded machine is many times slower
 
 
 def relates(event: Event) -> dict[str, Any]:
@@ -38,6 +38,7 @@ class Person:
         self.me = str(client.mxid)
         self.events: dict[str, list[Event]] = {}  # room -> its timeline events, in order
         self.invited: list[str] = []
+        self.typing: dict[str, set[str]] = {}  # room -> everyone ever seen typing there
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # the first sync is done: what comes next is seen
@@ -57,6 +58,10 @@ class Person:
             for room_id, room in rooms.get("join", {}).items():
                 timeline = room.get("timeline", {}).get("events", [])
                 self.events.setdefault(room_id, []).extend(timeline)
+                for event in room.get("ephemeral", {}).get("events", []):
+                    if event.get("type") == "m.typing":
+                        users = event.get("content", {}).get("user_ids", [])
+                        self.typing.setdefault(room_id, set()).update(users)
             self.invited.extend(rooms.get("invite", {}))
             async with self._changed:
                 self._changed.notify_all()
@@ -139,13 +144,19 @@ class Person:
             if relates(e).get("rel_type") == "m.replace" and relates(e).get("event_id") == event_id
         ]
 
-    async def answer(self, room: str, to: str, bot: str, within: float = WAIT) -> str:
-        """The text (body) the bot's first reply to ``to`` shows, once it is final: the
-        final text goes in the reply itself or its last edit; waits for the turn to end by
-        waiting until nothing more is typed (the bot's typing stops after its final).
-        """
-        first = await self.until(lambda: (r := self.replies(room, to, bot)) and r[0], within)
-        return str(self.shown(room, first["event_id"]).get("body"))
+    async def reply(self, room: str, to: str, bot: str, within: float = WAIT) -> Event:
+        """The bot's first reply to ``to``, once there is one."""
+        found: Event = await self.until(lambda: (r := self.replies(room, to, bot)) and r[0], within)
+        return found
+
+    async def shows(self, room: str, to: str, bot: str, body: str) -> Event:
+        """The bot's reply to ``to``, once it shows ``body`` (itself or by an edit)."""
+        reply = await self.reply(room, to, bot)
+        await self.until(lambda: self.shown(room, reply["event_id"]).get("body") == body)
+        return reply
+
+    async def join(self, room: str) -> None:
+        await self.client.join_room_by_id(RoomID(room))
 
 
 @asynccontextmanager
