@@ -49,6 +49,12 @@ class Intake:
                 if await self.gateway.claim(self.channel, claim):
                     await self._spawn(self.messages.reaction(room_id, event), event_id)
             return
+        if event.get("type") == "m.room.encrypted":
+            if self.messages.undecryptable(room_id) and await self.gateway.claim(
+                self.channel, claim
+            ):
+                await self._spawn(self.messages.cannot_decrypt(room_id, event), event_id)
+            return
         if not is_input(event):
             return
         content = content_of(event)

@@ -11,18 +11,30 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from mautrix.errors import MatrixError
+
 from gateway.api import Entry, GatewayAPI, InboundMessage
 from gateway.attachments import AttachmentError
+from gateway.store import BoundedTTLMap
 
 from .addressing import Addressing
 from .events import content_of, is_input, relation, replying_to, text_of, thread_of
 from .files import MatrixFiles
 from .outbox import Outbox, Target
 from .permissions import Permissions
+from .render import render
 from .rooms import Rooms
 from .sink import MatrixSink
 
 log = logging.getLogger("slashgate.matrix")
+
+# An encrypted room's messages cannot be read by this channel (docs/matrix.md): said once.
+UNDECRYPTABLE = (
+    "🔒 I cannot read encrypted messages, so I did not get this one. Write to me in a room "
+    "without encryption (a new direct message with encryption turned off)."
+)
+MAX_ROOMS = 10_000
+TELL_AGAIN_AFTER = 24 * 3600.0  # seconds: a room is told once a day at most
 
 
 class Messages:
@@ -43,6 +55,7 @@ class Messages:
         self.addressing = addressing
         self.rooms = rooms
         self.files = files
+        self._told: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, TELL_AGAIN_AFTER)
 
     @property
     def me(self) -> str:
@@ -60,6 +73,21 @@ class Messages:
 
     def answers_permission(self, room_id: str, user: str, text: str) -> bool:
         return self.permissions.pending(room_id, user) and self.permissions.is_number(text)
+
+    def undecryptable(self, room_id: str) -> bool:
+        """An encrypted message in ``room_id``: True the first time (it gets the notice)."""
+        if self._told.get(room_id) is not None:
+            return False
+        self._told.set(room_id, True)
+        return True
+
+    async def cannot_decrypt(self, room_id: str, event: dict[str, Any]) -> None:
+        """The one notice of a room whose messages the bot cannot read: not silence."""
+        target = Target(room_id, str(event["event_id"]), thread_of(content_of(event)))
+        try:
+            await self.outbox.notice(room_id, render(UNDECRYPTABLE)[0], target.relation())
+        except (MatrixError, OSError) as exc:
+            log.warning("the encryption notice in %s was not sent: %s", room_id, exc)
 
     async def reaction(self, room_id: str, event: dict[str, Any]) -> None:
         related = relation(content_of(event))

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, Self
+from typing import Self
 
 from pydantic import Field, SecretStr, model_validator
 
@@ -34,12 +34,6 @@ class MatrixSettings(access_settings("matrix", IDS)):  # type: ignore[misc]
     matrix_device_id: str | None = None
     """The device to log in as (kept across restarts so encrypted rooms keep their keys);
     unset: the one the access token belongs to, or `SLASHGATE` with a password."""
-    matrix_encryption: bool = True
-    """Take part in encrypted rooms (end-to-end encryption, its keys in `data_dir`)."""
-    matrix_trust: Literal["unverified", "cross-signed"] = "unverified"
-    """Whose devices get the room keys of the bot's replies: `unverified` (every device of
-    the room's members, as Element does by default) or `cross-signed` (only devices their
-    owner signed)."""
     matrix_sync_timeout: float = Field(30.0, gt=0)
     """Seconds one long-polled `/sync` waits for news."""
     matrix_edit_interval: float = Field(1.0, gt=0)
