@@ -59,7 +59,7 @@ async def test_nothing_is_lost_or_answered_twice_across_restarts(
 
         # A turn under way when the process is killed: journaled, answered after the restart
         # (by default with the failure that says so: `recovery = "notify"`).
-        slow = await alice.send(room, "/slow 2")
+        slow = await alice.send(room, "/slow 30")  # long enough to be running at the kill
         await alice.reply(room, slow, bot_id)  # its first line streams: it is running
         await gateway.kill()
         await ready(await gateway.start())
