@@ -2,7 +2,6 @@
 downloaded through the authenticated media API (``/_matrix/client/v1/media/download``,
 with the bot's token) within the attachment limits: the size the message announces is
 checked before the download, and the download is read no further than the limits allow.
-An encrypted room's file is decrypted with the key its message carries.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from mautrix.crypto.attachments import decrypt_attachment
-from mautrix.errors import DecryptionError
 
 from gateway.api import Attachment
 from gateway.attachments import Budget, file_name, media_type, not_downloaded, read_capped
@@ -33,15 +30,12 @@ class MediaRef:
     name: str
     media_type: str
     size: int | None
-    key: dict[str, Any] | None = None  # an encrypted file's key, iv and hash
 
 
 def media_refs(content: dict[str, Any]) -> list[MediaRef]:
     if content.get("msgtype") not in FILE_TYPES:
         return []
-    file = content.get("file")
-    encrypted: dict[str, Any] | None = file if isinstance(file, dict) else None
-    url = encrypted.get("url") if encrypted else content.get("url")
+    url = content.get("url")  # an encrypted room's file (``file``) is never read here
     if not isinstance(url, str) or not url.startswith("mxc://"):
         return []
     described = content.get("info")
@@ -55,7 +49,6 @@ def media_refs(content: dict[str, Any]) -> list[MediaRef]:
             name,
             media_type(info.get("mimetype"), name),
             size if isinstance(size, int) and size >= 0 else None,
-            encrypted,
         )
     ]
 
@@ -95,14 +88,6 @@ class MatrixFiles:
             async with self.session.get(url, headers=headers, timeout=timeout) as response:
                 if response.status != 200:
                     raise not_downloaded(ref.name, SOURCE, f"HTTP {response.status}")
-                data = await read_capped(response.content.iter_chunked(READ), ref.name, budget)
+                return await read_capped(response.content.iter_chunked(READ), ref.name, budget)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise not_downloaded(ref.name, SOURCE, type(exc).__name__) from None
-        if ref.key is None:
-            return data
-        try:
-            return decrypt_attachment(
-                data, ref.key["key"]["k"], ref.key["hashes"]["sha256"], ref.key["iv"]
-            )
-        except (DecryptionError, KeyError, TypeError) as exc:
-            raise not_downloaded(ref.name, SOURCE, f"cannot decrypt: {exc}") from None
