@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-long lint bench clean tools pi fast-agent claude-agent-acp
+.PHONY: run test test-long lint bench clean tools pi fast-agent claude-agent-acp synapse
 
 # pip -qq: errors only; the build backend's warnings would push `make run`'s URL off the screen.
 $(STAMP): pyproject.toml
@@ -19,14 +19,17 @@ run: $(STAMP)
 
 # The pi runtime's tests run the real pi (npm), the ACP tests a real fast-agent (PyPI, on
 # Python 3.13) and the real claude-agent-acp (npm, its model a local mock); all installed
-# locally, idempotently (well under a second when already there).
-tools: pi fast-agent claude-agent-acp
+# locally, idempotently (well under a second when already there); the Matrix tests a real
+# Synapse homeserver (PyPI, in its own venv).
+tools: pi fast-agent claude-agent-acp synapse
 pi:
 	bash scripts/install-pi.sh
 fast-agent:
 	bash scripts/install-fast-agent.sh
 claude-agent-acp:
 	bash scripts/install-claude-agent-acp.sh
+synapse:
+	bash scripts/install-synapse.sh
 
 # The whole suite on TEST_WORKERS pytest-xdist workers (0: in one process), one more than the
 # cores: many tests wait on subprocesses and sockets. Tests that share a resource carry an

@@ -15,6 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from channels.discord import cli as discord_cli
 from channels.discord import settings as discord
+from channels.matrix import settings as matrix
 from channels.slack import cli as slack_cli
 from channels.slack import settings as slack
 from channels.telegram import settings as telegram
@@ -166,6 +167,12 @@ CHANNELS: tuple[Plug[Any], ...] = (
                 ),
             ),
         ),
+    ),
+    Plug(
+        matrix.MatrixSettings,
+        matrix.enabled,
+        "channels.matrix.channel:MatrixChannel",
+        name="matrix",
     ),
 )
 

@@ -32,6 +32,7 @@ SECTIONS = {
     "telegram": ("Telegram", "telegram.md"),
     "slack": ("Slack", "slack.md"),
     "discord": ("Discord", "discord.md"),
+    "matrix": ("Matrix", "matrix.md"),
     "redis": ("Redis store", "reliability.md"),
     "attachment": ("Attachments", "attachments.md"),
     "acp": ("ACP runtime", "runtimes.md"),

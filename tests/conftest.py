@@ -88,7 +88,7 @@ def case_view(result: Classification, message: str | None) -> dict[str, Any]:
     }
 
 
-CHAT_CHANNELS = ("telegram", "slack", "discord")
+CHAT_CHANNELS = ("telegram", "slack", "discord", "matrix")
 # The channel tests predate the access policy: they talk as anyone, anywhere, as fast as they
 # like. tests/access checks the policy itself from its real defaults (ACCESS_DEFAULTS).
 OPEN_ACCESS: dict[str, Any] = {

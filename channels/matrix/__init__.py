@@ -1,0 +1,1 @@
+"""The Matrix channel: a bot account that syncs with its homeserver (mautrix-python)."""

@@ -1,0 +1,59 @@
+"""What the channel reads from a room event's JSON: its text, where it was written (thread,
+reply), and whether it is something the bot takes in at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TEXT_TYPES = ("m.text",)
+FILE_TYPES = ("m.image", "m.file", "m.audio", "m.video")
+
+
+def content_of(event: dict[str, Any]) -> dict[str, Any]:
+    content = event.get("content")
+    return content if isinstance(content, dict) else {}
+
+
+def relation(content: dict[str, Any]) -> dict[str, Any]:
+    related = content.get("m.relates_to")
+    return related if isinstance(related, dict) else {}
+
+
+def is_input(event: dict[str, Any]) -> bool:
+    """A message a person typed or a file they sent: not an edit, not a bot's notice."""
+    content = content_of(event)
+    if event.get("type") != "m.room.message" or relation(content).get("rel_type") == "m.replace":
+        return False
+    return content.get("msgtype") in TEXT_TYPES + FILE_TYPES
+
+
+def thread_of(content: dict[str, Any]) -> str | None:
+    related = relation(content)
+    root = related.get("event_id")
+    return root if related.get("rel_type") == "m.thread" and isinstance(root, str) else None
+
+
+def replying_to(content: dict[str, Any]) -> str | None:
+    reply = relation(content).get("m.in_reply_to")
+    target = reply.get("event_id") if isinstance(reply, dict) else None
+    return target if isinstance(target, str) else None
+
+
+def text_of(content: dict[str, Any]) -> str:
+    """The text typed: a file's caption (its body, when a filename is given apart), a
+    message's body without the quoted fallback older clients put before a reply.
+    """
+    body = content.get("body")
+    body = body if isinstance(body, str) else ""
+    if content.get("msgtype") in FILE_TYPES:
+        name = content.get("filename")
+        return body if isinstance(name, str) and name != body else ""
+    if replying_to(content) is not None and body.startswith("> "):
+        lines = body.split("\n")
+        while lines and lines[0].startswith("> "):
+            lines.pop(0)
+        if lines and not lines[0]:
+            lines.pop(0)
+        return "\n".join(lines)
+    return body

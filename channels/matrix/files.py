@@ -1,0 +1,93 @@
+"""Files people send (``m.image``, ``m.file``, ``m.audio``, ``m.video``) for the runtime:
+downloaded through the authenticated media API (``/_matrix/client/v1/media/download``,
+with the bot's token) within the attachment limits: the size the message announces is
+checked before the download, and the download is read no further than the limits allow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from gateway.api import Attachment
+from gateway.attachments import Budget, file_name, media_type, not_downloaded, read_capped
+from gateway.settings import CoreSettings
+
+from .events import FILE_TYPES
+
+SOURCE = "the Matrix homeserver"
+READ = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    """A file of a message, before it is downloaded (``size`` as the message announced)."""
+
+    mxc: str
+    name: str
+    media_type: str
+    size: int | None
+
+
+def media_refs(content: dict[str, Any]) -> list[MediaRef]:
+    if content.get("msgtype") not in FILE_TYPES:
+        return []
+    url = content.get("url")  # an encrypted room's file (``file``) is never read here
+    if not isinstance(url, str) or not url.startswith("mxc://"):
+        return []
+    described = content.get("info")
+    info: dict[str, Any] = described if isinstance(described, dict) else {}
+    declared = content.get("filename") or content.get("body")
+    name = file_name(declared if isinstance(declared, str) else None, "file")
+    size = info.get("size")
+    return [
+        MediaRef(
+            url,
+            name,
+            media_type(info.get("mimetype"), name),
+            size if isinstance(size, int) and size >= 0 else None,
+        )
+    ]
+
+
+class MatrixFiles:
+    def __init__(
+        self, session: aiohttp.ClientSession, homeserver: str, token: str, settings: CoreSettings
+    ) -> None:
+        self.session = session
+        self.homeserver = homeserver.rstrip("/")
+        self.token = token
+        self.settings = settings
+
+    @staticmethod
+    def refs(content: dict[str, Any]) -> list[MediaRef]:
+        return media_refs(content)
+
+    async def fetch(self, refs: list[MediaRef]) -> tuple[Attachment, ...]:
+        budget = Budget.of(self.settings)
+        for ref in refs:  # every announced size first: nothing is downloaded in vain
+            budget.admit(ref.name, ref.size)
+        found = []
+        for ref in refs:
+            data = await self._download(ref, budget)
+            found.append(Attachment(ref.name, ref.media_type, data))
+        return tuple(found)
+
+    async def _download(self, ref: MediaRef, budget: Budget) -> bytes:
+        server, _, media = ref.mxc.removeprefix("mxc://").partition("/")
+        url = (
+            f"{self.homeserver}/_matrix/client/v1/media/download/"
+            f"{quote(server, safe='')}/{quote(media, safe='')}"
+        )
+        headers = {"Authorization": f"Bearer {self.token}"}
+        timeout = aiohttp.ClientTimeout(total=self.settings.attachment_fetch_timeout)
+        try:
+            async with self.session.get(url, headers=headers, timeout=timeout) as response:
+                if response.status != 200:
+                    raise not_downloaded(ref.name, SOURCE, f"HTTP {response.status}")
+                return await read_capped(response.content.iter_chunked(READ), ref.name, budget)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise not_downloaded(ref.name, SOURCE, type(exc).__name__) from None

@@ -1,0 +1,83 @@
+"""Invitations, accepted or refused by the channel's access policy: a direct invitation by
+``dm_policy`` (``pairing`` and ``open`` accept anyone, as a stranger must reach the bot to get
+a pairing code; ``allowlist`` only allowed users and owners; ``disabled`` no one), a room by
+``group_policy`` (``open`` accepts any room; ``allowlist`` a listed or approved room, or any
+room an owner invites it to; ``disabled`` none).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mautrix.client import ClientAPI
+from mautrix.errors import MatrixError
+from mautrix.types import RoomID
+
+from gateway.api import GatewayAPI, InboundMessage
+
+from .settings import MatrixSettings
+
+log = logging.getLogger("slashgate.matrix")
+
+
+def invitation(me: str, room: dict[str, Any]) -> tuple[str, bool] | None:
+    """(the inviter, whether it is a direct chat) from an invited room's stripped state."""
+    events = room.get("invite_state", {}).get("events", [])
+    for event in events if isinstance(events, list) else []:
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "m.room.member"
+            and event.get("state_key") == me
+        ):
+            content = event.get("content")
+            direct = isinstance(content, dict) and content.get("is_direct") is True
+            return str(event.get("sender", "")), direct
+    return None
+
+
+class Invites:
+    def __init__(
+        self, client: ClientAPI, gateway: GatewayAPI, channel: str, settings: MatrixSettings
+    ) -> None:
+        self.client = client
+        self.gateway = gateway
+        self.channel = channel
+        self.settings = settings
+
+    async def welcome(self, room_id: str, inviter: str, direct: bool) -> bool:
+        """Whether the invitation is accepted (the room joined) or refused (left)."""
+        if await self.accepts(room_id, inviter, direct):
+            try:
+                await self.client.join_room_by_id(RoomID(room_id))
+                log.info("joined %s (invited by %s)", room_id, inviter)
+                return True
+            except MatrixError as exc:
+                log.warning("could not join %s: %s", room_id, exc)
+                return False
+        try:
+            await self.client.leave_room(RoomID(room_id), reason="not allowed here")
+        except MatrixError as exc:
+            log.warning("could not refuse the invitation to %s: %s", room_id, exc)
+        log.info("refused the invitation to %s by %s", room_id, inviter)
+        return False
+
+    async def accepts(self, room_id: str, inviter: str, direct: bool) -> bool:
+        settings = self.settings
+        policy = settings.matrix_dm_policy if direct else settings.matrix_group_policy
+        if policy == "disabled":
+            return False
+        if policy in ("open", "pairing"):
+            return True
+        access = self.gateway.access
+        if await access.is_owner(self.channel, inviter):
+            return True
+        asking = InboundMessage(
+            channel=self.channel,
+            conversation=room_id,
+            user=inviter,
+            text="",
+            direct=direct,
+            groups=() if direct else (room_id,),
+        )
+        return await access.lets_talk(asking)

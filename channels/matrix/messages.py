@@ -1,0 +1,172 @@
+"""What the channel does with a room message once sync brought it: whether it is for the bot
+(a direct room, a mention), its conversation (the room, or its thread), the input it makes
+(the bot's leading mention taken off, its files fetched) and the sink that answers it; a
+reaction or a number that answers a permission prompt; a journaled message after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+from mautrix.errors import MatrixError
+
+from gateway.api import Entry, GatewayAPI, InboundMessage
+from gateway.attachments import AttachmentError
+from gateway.store import BoundedTTLMap
+
+from .addressing import Addressing
+from .events import content_of, is_input, relation, replying_to, text_of, thread_of
+from .files import MatrixFiles
+from .outbox import Outbox, Target
+from .permissions import Permissions
+from .render import render
+from .rooms import Rooms
+from .sink import MatrixSink
+
+log = logging.getLogger("slashgate.matrix")
+
+# An encrypted room's messages cannot be read by this channel (docs/matrix.md): said once.
+UNDECRYPTABLE = (
+    "🔒 I cannot read encrypted messages, so I did not get this one. Write to me in a room "
+    "without encryption (a new direct message with encryption turned off)."
+)
+MAX_ROOMS = 10_000
+TELL_AGAIN_AFTER = 24 * 3600.0  # seconds: a room is told once a day at most
+
+
+class Messages:
+    def __init__(
+        self,
+        gateway: GatewayAPI,
+        channel: str,
+        outbox: Outbox,
+        permissions: Permissions,
+        addressing: Addressing,
+        rooms: Rooms,
+        files: MatrixFiles,
+    ) -> None:
+        self.gateway = gateway
+        self.channel = channel
+        self.outbox = outbox
+        self.permissions = permissions
+        self.addressing = addressing
+        self.rooms = rooms
+        self.files = files
+        self._told: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, TELL_AGAIN_AFTER)
+
+    @property
+    def me(self) -> str:
+        return self.addressing.user_id
+
+    # -- what sync brings -------------------------------------------------------------------
+
+    async def conversation_for(self, room_id: str, event: dict[str, Any]) -> str | None:
+        """The conversation of a message for the bot; None when it is not for the bot."""
+        content = content_of(event)
+        if not await self.rooms.direct(room_id):
+            if not self.addressing.addressed(content, text_of(content)):
+                return None
+        return Target(room_id, thread=thread_of(content)).conversation
+
+    def answers_permission(self, room_id: str, user: str, text: str) -> bool:
+        return self.permissions.pending(room_id, user) and self.permissions.is_number(text)
+
+    def undecryptable(self, room_id: str) -> bool:
+        """An encrypted message in ``room_id``: True the first time (it gets the notice)."""
+        if self._told.get(room_id) is not None:
+            return False
+        self._told.set(room_id, True)
+        return True
+
+    async def cannot_decrypt(self, room_id: str, event: dict[str, Any]) -> None:
+        """The one notice of a room whose messages the bot cannot read: not silence."""
+        target = Target(room_id, str(event["event_id"]), thread_of(content_of(event)))
+        try:
+            await self.outbox.notice(room_id, render(UNDECRYPTABLE)[0], target.relation())
+        except (MatrixError, OSError) as exc:
+            log.warning("the encryption notice in %s was not sent: %s", room_id, exc)
+
+    async def reaction(self, room_id: str, event: dict[str, Any]) -> None:
+        related = relation(content_of(event))
+        prompt, key = related.get("event_id"), related.get("key")
+        if related.get("rel_type") == "m.annotation" and isinstance(prompt, str):
+            await self.permissions.reacted(room_id, str(event["sender"]), prompt, str(key))
+
+    async def permission_answer(self, room_id: str, event: dict[str, Any]) -> None:
+        content = content_of(event)
+        await self.permissions.numbered(
+            room_id, str(event["sender"]), text_of(content), replying_to(content)
+        )
+
+    async def answer(self, room_id: str, event: dict[str, Any], entry: Entry | None) -> None:
+        """Run a journaled message through the gateway, its reply to the room."""
+        received = await self.received(room_id, event)
+        if received is None:
+            return
+        inbound, sink = received
+        try:
+            refs = self.files.refs(content_of(event))
+            if refs and await self.gateway.access.lets_talk(inbound):  # not a stranger's
+                try:
+                    inbound = replace(inbound, attachments=await self.files.fetch(refs))
+                except AttachmentError as exc:  # one reply; nothing goes to the runtime
+                    await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
+                    return
+            await self.gateway.handle(inbound, sink, entry)
+        finally:  # also when cancelled at shutdown, or the core failed before its final
+            await sink.aclose()
+
+    async def received(
+        self, room_id: str, event: dict[str, Any]
+    ) -> tuple[InboundMessage, MatrixSink] | None:
+        """The input (without its files' bytes) and its sink; None when it is not for the
+        bot after all (or says nothing).
+        """
+        if not is_input(event) or event.get("sender") == self.me:
+            return None
+        content = content_of(event)
+        direct = await self.rooms.direct(room_id)
+        text = text_of(content)
+        if not direct and not self.addressing.addressed(content, text):
+            return None
+        text = self.addressing.strip_mention(text)
+        if not text.strip() and not self.files.refs(content):
+            return None
+        sender = str(event["sender"])
+        target = Target(room_id, str(event["event_id"]), thread_of(content))
+        inbound = InboundMessage(
+            channel=self.channel,
+            conversation=target.conversation,
+            user=sender,
+            text=text,
+            message_id=target.event_id,
+            bot_username=self.addressing.localpart,
+            meta={"room": room_id},
+            direct=direct,
+            groups=(room_id,),
+        )
+        return inbound, MatrixSink(self.outbox, self.permissions, target, sender)
+
+    async def recovered(self, entry: Entry) -> tuple[InboundMessage, MatrixSink] | None:
+        """A journaled message again, its files fetched again."""
+        try:
+            room_id = str(entry.body["room"])
+            event = json.loads(entry.body["event"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not isinstance(event, dict):
+            return None
+        received = await self.received(room_id, event)
+        if received is None:
+            return None
+        inbound, sink = received
+        refs = self.files.refs(content_of(event))
+        try:
+            return replace(inbound, attachments=await self.files.fetch(refs)), sink
+        except AttachmentError as exc:
+            log.warning("a journaled Matrix message cannot run again: %s", exc)
+            await sink.aclose()
+            return None

@@ -1,0 +1,150 @@
+"""What goes to a room, paced under the bot's limits (docs/rate-limits.md): messages, their
+edits, reactions and redactions wait for the room's turn and the bot's budget; typing
+notices are not paced (they put nothing in the room).
+
+A message is sent with a transaction id of its own, so a send tried again after a network
+error is the same event to the homeserver, never a second message.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mautrix.api import Method, Path
+from mautrix.client import ClientAPI
+from mautrix.errors import MatrixError, MLimitExceeded
+from mautrix.types import EventID, RoomID
+
+from gateway.backoff import Backoff, retrying
+from gateway.pacing import Pacer, Rate
+
+from .render import Chunk
+
+log = logging.getLogger("slashgate.matrix")
+
+NOTICE = "m.notice"
+TYPING_TIMEOUT = 30_000  # ms: how long a typing notice shows unless sent again
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a reply goes: the room, the message it answers, and its thread (if it was in
+    one)."""
+
+    room_id: str
+    event_id: str | None = None  # the user's message
+    thread: str | None = None  # the thread root, when the user wrote in a thread
+
+    @property
+    def conversation(self) -> str:
+        return self.room_id if self.thread is None else f"{self.room_id}|{self.thread}"
+
+    def relation(self) -> dict[str, Any]:
+        """``m.relates_to`` of a reply: in the thread, else a reply to the user's message."""
+        if self.thread is not None:
+            relation: dict[str, Any] = {"rel_type": "m.thread", "event_id": self.thread}
+            if self.event_id is not None:
+                relation["is_falling_back"] = True
+                relation["m.in_reply_to"] = {"event_id": self.event_id}
+            return relation
+        if self.event_id is None:
+            return {}
+        return {"m.in_reply_to": {"event_id": self.event_id}}
+
+    def following(self) -> dict[str, Any]:
+        """``m.relates_to`` of a reply's later messages: in the thread, else none."""
+        if self.thread is None:
+            return {}
+        return {"rel_type": "m.thread", "event_id": self.thread, "is_falling_back": True}
+
+
+def edit_content(original: str, chunk: Chunk) -> dict[str, Any]:
+    """An edit (``m.replace``) of ``original`` to show ``chunk``."""
+    new = chunk.content(NOTICE)
+    return {
+        "msgtype": NOTICE,
+        "body": f"* {chunk.body}",
+        "format": "org.matrix.custom.html",
+        "formatted_body": f"* {chunk.html}",
+        "m.new_content": new,
+        "m.relates_to": {"rel_type": "m.replace", "event_id": original},
+    }
+
+
+class Outbox:
+    def __init__(
+        self,
+        client: ClientAPI,
+        pacer: Pacer,
+        room_rate: Rate,
+        edit_interval: float,
+        show_reasoning: bool,
+    ) -> None:
+        self.client = client
+        self.pacer = pacer
+        self.room_rate = room_rate
+        self.edit_interval = edit_interval
+        self.show_reasoning = show_reasoning
+
+    @asynccontextmanager
+    async def paced(self, room_id: str) -> AsyncIterator[None]:
+        async with self.pacer.call(room_id, self.room_rate):
+            yield
+
+    @asynccontextmanager
+    async def slot(self, room_id: str) -> AsyncIterator[None]:
+        """A preview's slot (``Pacer.slot``): the text is made once it is had."""
+        async with self.pacer.slot(room_id, self.room_rate):
+            yield
+
+    async def send(
+        self, room_id: str, content: dict[str, Any], event_type: str = "m.room.message"
+    ) -> EventID:
+        """An event into the room, tried again after a 429 or a network error (the same
+        transaction id each time).
+        """
+        path = Path.v3.rooms[RoomID(room_id)].send[event_type][secrets.token_urlsafe(12)]
+
+        async def put() -> EventID:
+            async with self.paced(room_id):
+                answer = await self.client.api.request(Method.PUT, path, content)
+            return EventID(answer["event_id"])
+
+        def transient(exc: Exception) -> str | None:
+            if isinstance(exc, MLimitExceeded):  # the room's next call waits the time asked
+                self.pacer.pause(room_id, (getattr(exc, "retry_after_ms", None) or 1000) / 1000)
+                return "rate limited"
+            return None if isinstance(exc, MatrixError) else f"sending failed: {exc!r}"
+
+        return await retrying(put, transient, Backoff())
+
+    async def notice(self, room_id: str, chunk: Chunk, relation: dict[str, Any]) -> EventID:
+        content = chunk.content(NOTICE)
+        if relation:
+            content["m.relates_to"] = relation
+        return await self.send(room_id, content)
+
+    async def edit(self, room_id: str, original: str, chunk: Chunk) -> EventID:
+        return await self.send(room_id, edit_content(original, chunk))
+
+    async def react(self, room_id: str, event_id: str, key: str) -> EventID:
+        relation = {"rel_type": "m.annotation", "event_id": event_id, "key": key}
+        return await self.send(room_id, {"m.relates_to": relation}, "m.reaction")
+
+    async def redact(self, room_id: str, event_id: str) -> None:
+        try:
+            async with self.paced(room_id):
+                await self.client.redact(RoomID(room_id), EventID(event_id))
+        except MatrixError as exc:
+            log.warning("redacting %s failed: %s", event_id, exc)
+
+    async def typing(self, room_id: str, on: bool) -> None:
+        try:
+            await self.client.set_typing(RoomID(room_id), TYPING_TIMEOUT if on else 0)
+        except (MatrixError, OSError) as exc:  # a typing notice is best effort
+            log.debug("typing notice refused: %s", exc)

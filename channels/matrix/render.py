@@ -1,0 +1,70 @@
+"""A reply's Markdown as Matrix message content: the Markdown itself as ``body`` (what clients
+without HTML show, and what Matrix bots conventionally send), and ``formatted_body`` in the
+HTML subset the spec allows (``org.matrix.custom.html``). The core's dialect renders to
+paragraphs, emphasis, code, links, lists, quotes, headings, rules and tables: all in the
+subset, and raw HTML in a reply is escaped, never passed on.
+
+A long reply is cut into several messages below Synapse's limit on an event (65,536 bytes of
+JSON, the content's two texts and the event's own fields together).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from channels.markdown import PARSER
+from channels.text import chunks
+
+MAX_EVENT = 65_536  # bytes: the spec's limit on a whole event as JSON
+ROOM_FOR_FIELDS = 4_096  # bytes kept for what the server adds (ids, signatures, relations)
+LIMIT = 16_000  # UTF-16 units of Markdown in one message, before the size check
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One message's text: ``body`` (Markdown) and ``html``."""
+
+    body: str
+    html: str
+
+    def content(self, msgtype: str = "m.notice") -> dict[str, Any]:
+        return {
+            "msgtype": msgtype,
+            "body": self.body,
+            "format": "org.matrix.custom.html",
+            "formatted_body": self.html,
+        }
+
+    @property
+    def size(self) -> int:
+        """Bytes of its content as JSON (what counts against the event limit)."""
+        return len(json.dumps(self.content(), ensure_ascii=False).encode())
+
+
+def html(markdown: str) -> str:
+    return PARSER.render(markdown).rstrip("\n")
+
+
+def render(markdown: str, limit: int = LIMIT) -> list[Chunk]:
+    """The messages of a reply, in order: each fits in an event (a piece whose HTML came out
+    too long, as a text of ``&`` does, is cut again at half the room).
+    """
+    out: list[Chunk] = []
+    for piece in chunks(markdown, limit):
+        chunk = Chunk(piece, html(piece))
+        # An edit carries its text twice (the fallback and m.new_content).
+        if 2 * chunk.size > MAX_EVENT - ROOM_FOR_FIELDS and limit // 2 >= 64:
+            out.extend(render(piece, limit // 2))
+        else:
+            out.append(chunk)
+    return out
+
+
+def preview(markdown: str) -> Chunk | None:
+    """A streamed reply as far as it came: its first message's worth, with an ellipsis."""
+    if not markdown.strip():
+        return None
+    first = render(markdown)[0]
+    return first if first.body == markdown else render(first.body + " …")[0]

@@ -1,0 +1,72 @@
+"""The Matrix channel's settings (``[matrix]``, ``SLASHGATE_MATRIX_*``): on when
+``matrix_homeserver`` is set.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Self
+
+from pydantic import Field, SecretStr, model_validator
+
+from gateway.access import Ids, access_settings
+from gateway.settings import Rate
+from gateway.validation import SettingsRule
+
+# Matrix ids: users (@name:server) and rooms (!opaque:server); the server part may carry a
+# port. Both are immutable (a room alias, #name:server, is not).
+IDS = Ids(
+    re.compile(r"[@!][^:\s]{1,255}:[A-Za-z0-9.:\[\]-]{1,255}"),
+    "a Matrix user id (@name:server) or room id (!id:server)",
+)
+
+
+class MatrixSettings(access_settings("matrix", IDS)):  # type: ignore[misc]
+    matrix_homeserver: str | None = None
+    """The homeserver's client-server API base URL (`https://matrix.example.org`); setting
+    it turns the Matrix channel on."""
+    matrix_user_id: str | None = None
+    """The bot account's user id (`@slashgate:example.org`); with a password, required."""
+    matrix_access_token: SecretStr | None = None
+    """The bot's access token (or log in with `matrix_user_id` and `matrix_password`)."""
+    matrix_password: SecretStr | None = None
+    """The bot's password: logs in at start when no access token is set."""
+    matrix_device_id: str | None = None
+    """The device to log in as (kept across restarts so encrypted rooms keep their keys);
+    unset: the one the access token belongs to, or `SLASHGATE` with a password."""
+    matrix_sync_timeout: float = Field(30.0, gt=0)
+    """Seconds one long-polled `/sync` waits for news."""
+    matrix_edit_interval: float = Field(1.0, gt=0)
+    """Seconds between edits of a streamed reply in one room."""
+    matrix_rate_room: Rate = 1.0
+    """Messages and edits a second in one room (Synapse's default per-user limit is
+    0.17 a second with a burst of 10); 0: no limit."""
+    matrix_rate_global: Rate = 10.0
+    """Messages and edits a second for the whole bot; 0: no limit."""
+
+    @model_validator(mode="after")
+    def _matrix_has_credentials(self) -> Self:
+        if not self.matrix_homeserver:
+            for name in ("matrix_access_token", "matrix_password", "matrix_user_id"):
+                if getattr(self, name):
+                    raise SettingsRule(
+                        "{name} is set but {server} is not: the Matrix channel needs its "
+                        "homeserver's URL",
+                        name=name,
+                        server="matrix_homeserver",
+                    )
+            return self
+        if not self.matrix_access_token and not (self.matrix_password and self.matrix_user_id):
+            raise SettingsRule(
+                "{server} is set but neither {token} nor {user} with {password}: the bot "
+                "must sign in",
+                server="matrix_homeserver",
+                token="matrix_access_token",
+                user="matrix_user_id",
+                password="matrix_password",
+            )
+        return self
+
+
+def enabled(settings: MatrixSettings) -> bool:
+    return settings.matrix_homeserver is not None

@@ -1,0 +1,206 @@
+"""How one input's reply appears in a Matrix room: a typing notice while the agent works, a
+notice that grows by edits as the text streams (``m.replace``, paced per room), then the
+final text in that notice (the rest of a long reply in more notices).
+
+The first notice waits one edit interval, so a quick reply is one message and no edit. The
+reply answers the user's message: in its thread when it was written in one, else as a reply
+to it. Queued input shows a reaction until its turn ends. Tools, plan and status go to one
+notice of their own, edited as the turn goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from mautrix.errors import MatrixError
+
+from channels.activity import with_usage
+from contract import Classification, ComposerInputMessage
+from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
+from gateway.offload import off_loop
+
+from .activity import ActivityNotice
+from .outbox import Outbox, Target
+from .permissions import Permissions
+from .render import Chunk, preview, render
+
+log = logging.getLogger("slashgate.matrix")
+
+TYPING_DELAY = 0.5  # seconds: a reply quicker than this shows no typing notice
+TYPING_EVERY = 20.0  # seconds: sent again before its 30 s run out
+QUEUED = "⏳"
+FAILURE_PREFIX = "⚠️ "
+
+
+def reply_text(reply: Reply) -> str:
+    """The Markdown to show: a failure of plain text (not a command) gets the warning sign."""
+    if reply.category is not None and not reply.slash:
+        return FAILURE_PREFIX + reply.text
+    return with_usage(reply.text, reply.usage)
+
+
+class MatrixSink(ReplySink):
+    def __init__(self, outbox: Outbox, permissions: Permissions, target: Target, user: str):
+        self.outbox = outbox
+        self.permissions = permissions
+        self.target = target
+        self.user = user
+        self._parts: list[str] = []
+        self._dirty: asyncio.Event | None = None  # made when previews start
+        self._typing_soon: asyncio.TimerHandle | None = None
+        self._previews_soon: asyncio.TimerHandle | None = None
+        self._typing: asyncio.Task[None] | None = None
+        self._previews: asyncio.Task[None] | None = None
+        self._showing: asyncio.Future[None] | None = None
+        self._notice: str | None = None  # the streamed notice's event id
+        self._shows: Chunk | None = None  # what it shows
+        self._started = asyncio.get_running_loop().time()
+        self._activity: ActivityNotice | None = None
+        self._queued: str | None = None  # the reaction's event id
+
+    @property
+    def room(self) -> str:
+        return self.target.room_id
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        if self._typing_soon is None:
+            loop = asyncio.get_running_loop()
+            self._typing_soon = loop.call_later(TYPING_DELAY, self._start_typing)
+
+    async def queued(self, ahead: int) -> None:
+        if self.target.event_id is None or self._queued is not None:
+            return
+        try:
+            self._queued = await self.outbox.react(self.room, self.target.event_id, QUEUED)
+        except (MatrixError, OSError) as exc:  # the reply still comes
+            log.warning("queued reaction not shown: %s", exc)
+
+    async def delta(self, text: str) -> None:
+        if self._activity is not None:
+            self._activity.progress()
+        self._parts.append(text)
+        if self._dirty is not None:
+            self._dirty.set()
+        elif self._previews_soon is None:  # the first preview waits one edit interval
+            loop = asyncio.get_running_loop()
+            earliest = self._started + self.outbox.edit_interval
+            self._previews_soon = loop.call_at(earliest, self._start_previews)
+
+    async def event(self, event: RuntimeEvent) -> None:
+        if isinstance(event, PermissionRequired):
+            await self.permissions.ask(self.target, self.user, event)
+            return
+        if self._activity is None:
+            self._activity = ActivityNotice(self.outbox, self.target)
+        self._activity.update(event)
+
+    async def final(self, reply: Reply) -> None:
+        await self._stop_streaming()
+        if self._activity is not None:
+            await self._activity.finish()
+        if self._queued is not None:
+            await self.outbox.redact(self.room, self._queued)
+            self._queued = None
+        text = reply_text(reply) or "…"
+        chunks = await off_loop(len(text), render, text)  # a long reply: off the event loop
+        try:
+            await self._deliver(chunks)
+        except (MatrixError, OSError) as exc:  # tried again already: one line, no more
+            log.error("reply in room %s not delivered: %s", self.room, exc)
+        if self._typing is not None:
+            await self.outbox.typing(self.room, False)
+
+    async def _deliver(self, chunks: list[Chunk]) -> None:
+        """The chunks in order, the first into the streamed notice when there is one; the
+        first that cannot be delivered ends it (a reply with a hole would mislead).
+        """
+        first = 0
+        if self._notice is not None:
+            if chunks[0] != self._shows:
+                await self.outbox.edit(self.room, self._notice, chunks[0])
+            first = 1
+        for i, chunk in enumerate(chunks[first:], start=first):
+            relation = self.target.relation() if i == 0 else self.target.following()
+            await self.outbox.notice(self.room, chunk, relation)
+
+    async def aclose(self) -> None:
+        """Stop typing and previews, whether or not ``final`` ran."""
+        self._cancel_timers()
+        tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._activity is not None:
+            await self._activity.aclose()
+
+    # -- typing and previews --------------------------------------------------------------
+
+    def _start_typing(self) -> None:
+        self._typing = asyncio.create_task(self._keep_typing())
+
+    def _start_previews(self) -> None:
+        self._dirty = asyncio.Event()
+        self._dirty.set()
+        self._previews = asyncio.create_task(self._stream())
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._typing_soon, self._previews_soon):
+            if timer is not None:
+                timer.cancel()
+
+    async def _keep_typing(self) -> None:
+        while True:
+            await self.outbox.typing(self.room, True)
+            await asyncio.sleep(TYPING_EVERY)
+
+    async def _stream(self) -> None:
+        dirty = self._dirty
+        assert dirty is not None
+        loop = asyncio.get_running_loop()
+        last = 0.0
+        while True:
+            await dirty.wait()
+            # One edit an interval in this room at most, whatever the pacer would allow.
+            await asyncio.sleep(max(0.0, last + self.outbox.edit_interval - loop.time()))
+            # The slot first, then the text: under pressure the slot comes late, and the
+            # edit it carries shows all that arrived meanwhile (docs/rate-limits.md).
+            async with self.outbox.slot(self.room):
+                dirty.clear()
+                chunk = preview("".join(self._parts))
+                if chunk is not None and chunk != self._shows:
+                    # Shielded: stopping the stream must not abort a send half-way (a lost
+                    # event id would leave a stray notice behind).
+                    self._showing = asyncio.ensure_future(self._show(chunk))
+                    await asyncio.shield(self._showing)
+                    last = loop.time()
+
+    async def _show(self, chunk: Chunk) -> None:
+        try:
+            if self._notice is None:
+                self._notice = await self.outbox.notice(self.room, chunk, self.target.relation())
+            else:
+                await self.outbox.edit(self.room, self._notice, chunk)
+            self._shows = chunk
+        except (MatrixError, OSError) as exc:  # a preview is best effort; the final is not
+            log.warning("preview not shown: %s", exc)
+
+    async def _stop_streaming(self) -> None:
+        """End typing and previews; whatever went wrong there, the final message still goes."""
+        self._cancel_timers()
+        tasks: list[asyncio.Future[None]] = [t for t in (self._previews,) if t is not None]
+        for task in tasks:
+            task.cancel()
+        if self._showing is not None:
+            tasks.append(self._showing)  # a preview half-sent: let it land first
+        if self._typing is not None:
+            self._typing.cancel()
+            tasks.append(self._typing)
+        with contextlib.suppress(asyncio.CancelledError):
+            for result in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(result, Exception):
+                    log.error("streaming failed", exc_info=result)

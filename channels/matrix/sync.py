@@ -1,0 +1,147 @@
+"""The bot's sync with its homeserver, on the server's own event loop: long-polled ``/sync``
+from the position kept in the state store, each batch handled (invitations, membership, the
+rooms' messages journaled) before the position moves past it, so a restart neither replays
+what was answered nor loses what came meanwhile. A sync that fails is tried again, waiting
+longer each time; while it fails the channel is not ready (``/readyz`` answers 503).
+
+The first sync of a bot with no position takes the rooms as they are without answering their
+history: the position starts there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mautrix.client import ClientAPI
+from mautrix.errors import MatrixError
+from mautrix.types import FilterID, PresenceState, SyncToken
+
+from gateway.api import Store, StoreUnavailable
+
+from .intake import Intake
+from .invites import Invites, invitation
+from .rooms import Rooms
+
+log = logging.getLogger("slashgate.matrix")
+
+KEEP = 10 * 365 * 24 * 3600.0  # seconds: the position is kept for good
+RETRY_FIRST = 0.5  # seconds before the first retry of a failed sync
+RETRY_CAP = 30.0
+# Everything of a room's timeline since the last sync (up to a hundred events), members loaded
+# lazily (``Rooms`` asks for a room's members when it needs them), no presence.
+FILTER = json.dumps(
+    {
+        "presence": {"not_types": ["*"]},
+        "room": {
+            "timeline": {"limit": 100},
+            "state": {"lazy_load_members": True},
+            "ephemeral": {"not_types": ["*"]},
+        },
+    },
+    separators=(",", ":"),
+)
+FIRST_FILTER = json.dumps({"room": {"timeline": {"limit": 1}}}, separators=(",", ":"))
+
+# The crypto side of a batch (to-device messages, device lists), run before its rooms.
+CryptoStep = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Sync:
+    def __init__(
+        self,
+        client: ClientAPI,
+        store: Store,
+        key: str,
+        intake: Intake,
+        rooms: Rooms,
+        invites: Invites,
+        joined: Callable[[list[str]], None],
+        timeout: float,
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.key = key
+        self.intake = intake
+        self.rooms = rooms
+        self.invites = invites
+        self.joined = joined  # rooms the bot is in that it had not seen before
+        self.timeout = timeout
+        self.crypto: CryptoStep | None = None
+        self.failing: str | None = "not synced yet"
+        self.synced = asyncio.Event()  # set once a batch was handled
+        self.known: set[str] = set()  # the rooms the bot is in
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run(), name="matrix sync")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def run(self) -> None:
+        since: str | None = None
+        loaded = False
+        delay = RETRY_FIRST
+        while True:
+            try:
+                if not loaded:
+                    found = await self.store.recall(self.key)
+                    since, loaded = (found if isinstance(found, str) else None), True
+                first = since is None
+                data = await self.client.sync(
+                    since=SyncToken(since) if since else None,
+                    timeout=0 if first else int(self.timeout * 1000),
+                    filter_id=FilterID(FIRST_FILTER if first else FILTER),
+                    set_presence=PresenceState.ONLINE,
+                )
+                await self.handle(data, first)
+                since = str(data["next_batch"])
+                await self.store.remember(self.key, since, KEEP)
+            except asyncio.CancelledError:
+                raise
+            except (MatrixError, OSError, StoreUnavailable, KeyError, TimeoutError) as exc:
+                self.failing = f"sync failed: {type(exc).__name__}: {exc}"
+                log.warning("%s; trying again in %.1f s", self.failing, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_CAP)
+                continue
+            self.failing = None
+            self.synced.set()
+            delay = RETRY_FIRST
+
+    async def handle(self, data: dict[str, Any], first: bool) -> None:
+        """One batch: its crypto, invitations, rooms left, then each joined room's state
+        and timeline (messages journaled, not on the first sync). Raises StoreUnavailable
+        when a message could not be journaled: the batch comes again.
+        """
+        if self.crypto is not None:
+            await self.crypto(data)
+        rooms = data.get("rooms", {})
+        for room_id, room in rooms.get("invite", {}).items():
+            invited = invitation(self.client.mxid, room)
+            if invited is not None:
+                await self.invites.welcome(room_id, *invited)
+        for room_id in rooms.get("leave", {}):
+            self.rooms.left(room_id)
+            self.known.discard(room_id)
+        fresh = []
+        for room_id, room in rooms.get("join", {}).items():
+            if room_id not in self.known:
+                self.known.add(room_id)
+                fresh.append(room_id)
+            for event in room.get("state", {}).get("events", []):
+                self.rooms.seen(room_id, event)
+            for event in room.get("timeline", {}).get("events", []):
+                if "state_key" in event:
+                    self.rooms.seen(room_id, event)
+                elif not first:
+                    await self.intake.take(room_id, event)
+        if fresh:
+            self.joined(fresh)

@@ -1,0 +1,78 @@
+"""Fixtures of the Matrix tests: one real Synapse for the session, its accounts, a person
+talking through mautrix, and the gateway with the Matrix channel signed in as the bot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from channels.matrix.channel import MatrixChannel
+from gateway.api import Runtime
+
+from .person import WAIT, Person, person
+from .synapse import Synapse, why_no_synapse
+
+BOT = "gw_bot"  # the parity header's bot_username: `/deploy@gw_bot` is for this bot
+
+
+@pytest.fixture(scope="session")
+def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
+    why = why_no_synapse()
+    if why is not None:
+        pytest.skip(why)
+    server = Synapse(Path(tmp_path_factory.mktemp("synapse")))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def alice(synapse: Synapse) -> AsyncIterator[Person]:
+    async with person(synapse.url, synapse.account("alice")) as who:
+        yield who
+
+
+@pytest.fixture
+def bot_id(synapse: Synapse) -> str:
+    return synapse.account(BOT).user_id
+
+
+Served = Any  # the running server (tests/conftest.py's Running)
+Start = Callable[..., AbstractAsyncContextManager[Served]]
+
+
+def channel_of(served: Served) -> MatrixChannel:
+    [channel] = [c for c in served.channels if isinstance(c, MatrixChannel)]
+    return channel
+
+
+@pytest.fixture
+def matrix(gateway_server: Any, synapse: Synapse) -> Start:
+    """``async with matrix(runtime=None, **settings) as served:`` the gateway with the Matrix
+    channel signed in as the bot, past its first sync (what comes after it is answered).
+    """
+    account = synapse.account(BOT)
+
+    @asynccontextmanager
+    async def start(runtime: Runtime | None = None, **overrides: Any) -> AsyncIterator[Served]:
+        settings = {
+            "matrix_homeserver": synapse.url,
+            "matrix_access_token": SecretStr(account.token),
+            "matrix_edit_interval": 0.2,
+            **overrides,
+        }
+        async with gateway_server(runtime, **settings) as served:
+            channel = channel_of(served)
+            assert channel.sync is not None
+            async with asyncio.timeout(WAIT):
+                await channel.sync.synced.wait()
+            yield served
+
+    return start
