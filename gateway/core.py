@@ -11,6 +11,7 @@ import asyncio
 from contract import Catalog, Category, Command
 
 from .access import Access
+from .arrivals import Arrivals
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import Delivery
@@ -65,11 +66,20 @@ class Gateway:
         )
         self.access = access = Access(settings, self.store, self.metrics)
         tools = HostTools(menus, stopper, self.journal, runtime, access)
+        arrivals = Arrivals()
         router = Router(
-            settings, self.journal, contracts, conversations, runs, delivery, tools, stopper
+            settings,
+            self.journal,
+            contracts,
+            conversations,
+            runs,
+            delivery,
+            tools,
+            stopper,
+            arrivals,
         )
         intake = Intake(
-            self.journal, self.metrics, contracts, conversations, router, delivery, access
+            self.journal, self.metrics, contracts, conversations, router, delivery, access, arrivals
         )
         self._recovery = Recovery(
             settings,
@@ -84,7 +94,7 @@ class Gateway:
         # The channels' API is the stages' own methods: no call in between on the hot path.
         self.accept = intake.accept
         self.claim = intake.claim
-        self.done = self.journal.finish
+        self.done = intake.done
         self.lead = self.journal.lead
         self.handle = intake.handle
         self.classify = router.classify

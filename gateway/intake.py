@@ -11,6 +11,7 @@ from typing import Any
 
 from . import logs
 from .access import Access, Over, Pairing, Refusal
+from .arrivals import Arrivals, Place
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import NO_SINK, Delivery, log_turn
@@ -35,8 +36,10 @@ class Intake:
         router: Router,
         delivery: Delivery,
         access: Access,
+        arrivals: Arrivals,
     ) -> None:
         self._journal = journal
+        self._arrivals = arrivals
         self._access = access
         self._metrics = metrics
         self._contracts = contracts
@@ -57,10 +60,26 @@ class Intake:
         (answer 503).
         """
         key = f"{channel}:{conversation}"
-        entry = await self._journal.append(channel, key, body, claim, value)
+        place = self._arrivals.arrive(key)  # before the store is awaited: arrival order
+        try:
+            entry = await self._journal.append(channel, key, body, claim, value)
+        except BaseException:
+            self._arrivals.settle(place)
+            raise
         if entry is None:
+            self._arrivals.settle(place)
             self._metrics.dedupe_hit(channel)
+            return None
+        entry.place = place
         return entry
+
+    async def done(self, entry: Entry) -> None:
+        """The input of ``entry`` needs nothing more (not handled, or handled and answered):
+        it leaves its conversation's line, and the journal.
+        """
+        if entry.place is not None:
+            self._arrivals.settle(entry.place)
+        await self._journal.finish(entry)
 
     async def claim(self, channel: str, claim: str) -> bool:
         """Claim an input that is not journaled: False for a redelivery (a dedupe hit)."""
@@ -76,6 +95,10 @@ class Intake:
         its journal entry (``accept``), dropped once the reply is delivered.
         """
         started = time.monotonic()
+        arrivals = self._arrivals
+        place = entry.place if entry is not None else None
+        if place is None:  # not journaled (or recovered): it arrives now
+            place = arrivals.arrive(message.key)
         bound = logs.bind(message.channel, message.conversation, message.message_id)
         sink = sink or NO_SINK
         conversations = self._conversations
@@ -96,14 +119,15 @@ class Intake:
                 conv = conversations.enter(message.key)
                 try:
                     if conv.session is None or not conv.inventory_known.is_set():
-                        outcome = await self._take(conv, message, sink, entry)
+                        outcome = await self._take(conv, message, sink, entry, place)
                     else:
-                        outcome = await self._router.route(conv, message, sink, entry)
+                        outcome = await self._router.route(conv, message, sink, entry, place)
                 finally:
                     conv.users -= 1
             if log.isEnabledFor(logging.INFO):
                 log_turn(outcome, time.monotonic() - started)
         finally:
+            arrivals.settle(place)  # refused, or failed on its way: the line goes on
             if admitted:
                 self._access.leave(message)
             logs.reset(bound)
@@ -111,14 +135,19 @@ class Intake:
         return outcome
 
     async def _take(
-        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+        self,
+        conv: Conversation,
+        message: InboundMessage,
+        sink: ReplySink,
+        entry: Entry | None,
+        place: Place,
     ) -> Outcome:
         """``route`` once the conversation's session is open, or given up waiting for."""
         try:
             await self._conversations.ready(conv, message)
         except OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
             return await self._refuse(message, sink, str(exc), entry)
-        return await self._router.route(conv, message, sink, entry)
+        return await self._router.route(conv, message, sink, entry, place)
 
     async def _refused(
         self, message: InboundMessage, sink: ReplySink, refusal: Refusal, entry: Entry | None

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from contract import Classification
 
+from .arrivals import Arrivals, Place
 from .attachments import FILES_NOT_SENT
 from .contracts import Contracts
 from .conversation import Conversation
@@ -39,8 +40,10 @@ class Router:
         delivery: Delivery,
         tools: HostTools,
         stopper: Stopper,
+        arrivals: Arrivals,
     ) -> None:
         self._settings = settings
+        self._arrivals = arrivals
         self._access = tools.access
         self._journal = journal
         self._contracts = contracts
@@ -51,10 +54,16 @@ class Router:
         self._stopper = stopper
 
     async def route(
-        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+        self,
+        conv: Conversation,
+        message: InboundMessage,
+        sink: ReplySink,
+        entry: Entry | None,
+        place: Place,
     ) -> Outcome:
         """Take ``message`` in ``conv`` (its session open, or given up waiting for) to its
-        outcome; ``entry``, its journal entry, is finished once the reply is delivered.
+        outcome; ``entry``, its journal entry, is finished once the reply is delivered;
+        ``place``, its place in the conversation's arrival order, settled once it queued.
         """
         contracts = self._contracts
         contract = contracts.of(conv, message.bot_username)
@@ -111,23 +120,35 @@ class Router:
                 busy = contracts.failure("busy", name)
                 return await self._delivery.finish(sink, result, None, busy, entry)
         kept = hooks(type(sink))
+        await self._arrivals.turn(place)  # the inputs that came before it queue first
         if not conv.try_acquire():
             if (
                 slash
                 or policy == "reject"
                 or (policy == "queue" and conv.queued >= self._settings.max_queue)
             ):
+                self._arrivals.settle(place)
                 busy = contracts.failure("busy", name)
                 return await self._delivery.finish(sink, result, None, busy, entry)
+            # Its place in the queue is taken now, before the sink's hooks are awaited.
+            ahead = conv.queued + 1
+            waiter = conv.line_up(front=policy == "interrupt")
+            self._arrivals.settle(place)
+            try:
+                if "accepted" in kept:
+                    await safely(sink.accepted(result, forwarded))
+                if policy == "queue" and "queued" in kept:
+                    await safely(sink.queued(ahead))
+                if policy == "interrupt":
+                    await self._stopper.stop_run(conv)
+            except BaseException:
+                conv.leave_line(waiter)
+                raise
+            await conv.wait(waiter)
+        else:
+            self._arrivals.settle(place)
             if "accepted" in kept:
                 await safely(sink.accepted(result, forwarded))
-            if policy == "queue" and "queued" in kept:
-                await safely(sink.queued(conv.queued + 1))
-            if policy == "interrupt":
-                await self._stopper.stop_run(conv)
-            await conv.acquire(front=policy == "interrupt")
-        elif "accepted" in kept:
-            await safely(sink.accepted(result, forwarded))
         return await self._runs.turn(
             conv, message, sink, entry, result, forwarded, name, agent_name, kept
         )
