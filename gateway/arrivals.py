@@ -14,10 +14,11 @@ import asyncio
 class Place:
     """One input's place in its conversation's line, until it queued for its turn or left."""
 
-    __slots__ = ("key", "settled", "waiter")
+    __slots__ = ("first", "key", "settled", "waiter")
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, first: bool) -> None:
         self.key = key
+        self.first = first  # no input before it is still on its way: it need not wait
         self.settled = False
         self.waiter: asyncio.Future[None] | None = None  # made only when it has to wait
 
@@ -32,26 +33,28 @@ class Arrivals:
 
     def arrive(self, key: str) -> Place:
         """The next place in conversation ``key``'s line: taken now, without a pass of the loop."""
-        place = Place(key)
         line = self._lines.get(key)
         if line is None:
+            place = Place(key, True)
             self._lines[key] = [place]
         else:
+            place = Place(key, False)
             line.append(place)
         return place
 
     async def turn(self, place: Place) -> None:
-        """Until every input that arrived before ``place`` has queued or left (at once when
-        none is left: the usual case).
+        """Until every input that arrived before ``place`` has queued or left (callers skip
+        the call when ``place.first``: the usual case).
         """
-        if self._lines[place.key][0] is place:
+        if place.first:
             return
         place.waiter = asyncio.get_running_loop().create_future()
         await place.waiter
 
     def settle(self, place: Place) -> None:
         """``place``'s input queued for its turn, or left (answered, refused, failed): the
-        inputs behind it may go on. Again for the same place: nothing.
+        inputs behind it may go on. Again for the same place: nothing (callers skip the call
+        when ``place.settled``).
         """
         if place.settled:
             return
@@ -64,7 +67,9 @@ class Arrivals:
             del line[0]
         if not line:
             del self._lines[place.key]
-        elif (waiter := line[0].waiter) is not None and not waiter.done():
+            return
+        line[0].first = True
+        if (waiter := line[0].waiter) is not None and not waiter.done():
             waiter.set_result(None)
 
     def __len__(self) -> int:

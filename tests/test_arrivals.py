@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 
 from gateway.arrivals import Arrivals
-from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from tests.probe import RecordingSink, until
 
@@ -35,7 +34,7 @@ async def test_an_input_accepted_first_runs_first_though_handled_later(probe_gat
 
 
 async def test_an_input_let_go_unhandled_lets_the_next_run(probe_gateway) -> None:
-    gateway, probe = probe_gateway
+    gateway, _probe = probe_gateway
     dropped = await gateway.accept("test", "c1", {"n": 1})  # say, not for the bot after all
     kept = await gateway.accept("test", "c1", {"n": 2})
     assert dropped is not None and kept is not None
@@ -46,7 +45,7 @@ async def test_an_input_let_go_unhandled_lets_the_next_run(probe_gateway) -> Non
 
 
 async def test_other_conversations_never_wait(probe_gateway) -> None:
-    gateway, probe = probe_gateway
+    gateway, _probe = probe_gateway
     held = await gateway.accept("test", "c1", {"n": 1})
     assert held is not None
     outcome = await asyncio.wait_for(gateway.handle(message("elsewhere", "c2")), WAIT)
