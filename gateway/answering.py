@@ -1,56 +1,130 @@
-"""An input run so that its user hears once how it ended, whatever happens on the way: the
-reply, the attachment refusal, a bug in the pipeline, or the channel stopping mid-turn. For
-channels that run inputs in tasks of their own (Slack, Discord), where no platform request is
-left to answer a failure.
+"""The one owner of an input's life once it reaches the gateway: its place in its
+conversation's arrival order, its user told once how it ended (the reply, the attachment
+refusal, a bug in the pipeline, the channel stopping mid-turn), and the journal's end,
+decided here from what the sink says it delivered. The same for every channel: a chain of
+small steps around the intake stage, composed once when the gateway is built (as aiogram
+composes its middlewares, but not per call): each step is bound to the next in front of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from functools import partial
 
+from contract import Category
+
+from .arrivals import Arrivals, Place
 from .attachments import AttachmentError
-from .inbound import InboundMessage, ReplySink
+from .contracts import Contracts
+from .delivery import NO_SINK, Delivery
+from .inbound import InboundMessage, Outcome, Reply, ReplySink
+from .journal import Journal
+from .state import Entry
 
-if TYPE_CHECKING:
-    from .api import GatewayAPI
-    from .state import Entry
+log = logging.getLogger("slashgate.core")
 
 STOPPED = "the gateway stopped before the reply was finished"
 
-
-class AnsweringSink(ReplySink):
-    """A sink that knows whether its final reply reached the user."""
-
-    finished: bool = False
+Given = InboundMessage | Awaitable[InboundMessage]  # the input, or what makes it (its files)
+Next = Callable[[Given, ReplySink, Entry | None], Awaitable[Outcome]]
+Stage = Callable[[InboundMessage, ReplySink, Entry | None, Place], Awaitable[Outcome]]
 
 
-async def handle_once(
-    gateway: GatewayAPI,
-    message: Awaitable[InboundMessage],
-    sink: AnsweringSink,
-    entry: Entry,
-    log: logging.Logger,
-) -> None:
-    """``gateway.handle`` of the input ``message`` makes, with one reply whatever fails; its
-    journal entry is finished once the user was told (else the next start runs it again).
-    """
-    try:
-        await gateway.handle(await message, sink, entry)
-    except AttachmentError as exc:  # one reply; nothing goes to the runtime
-        await sink.final(gateway.failure_reply("invalid", None, str(exc)))
-    except Exception as exc:  # a bug in the pipeline still reaches the user, once
-        log.exception("handling an input failed")
-        if not sink.finished:
+class Answering:
+    def __init__(
+        self,
+        journal: Journal,
+        arrivals: Arrivals,
+        contracts: Contracts,
+        delivery: Delivery,
+        intake: Stage,
+    ) -> None:
+        self._journal = journal
+        self._arrivals = arrivals
+        self._contracts = contracts
+        self._delivery = delivery
+        self._intake = intake
+        chain: Next = self._arrive
+        for step in (self._answer_once, self._finish):  # innermost first
+            chain = partial(step, chain)
+        self._chain = chain
+
+    async def handle(
+        self, message: Given, sink: ReplySink | None = None, entry: Entry | None = None
+    ) -> Outcome:
+        """``message`` (or what makes it) through the gateway, its user told once how it
+        ended; ``entry``, its journal entry (``accept``), finished once that was delivered.
+        """
+        return await self._chain(message, sink or NO_SINK, entry)
+
+    async def _finish(
+        self, step: Next, message: Given, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """The journal's end. Answered: finished. Stopped on the way: finished when the
+        sink says the user was told (``finished``), else the next start runs it again.
+        """
+        if entry is None:
+            return await step(message, sink, entry)
+        try:
+            outcome = await step(message, sink, entry)
+        except BaseException:
+            if sink.finished:
+                await self._journal.finish(entry)
+            raise
+        await self._journal.finish(entry)
+        return outcome
+
+    async def _answer_once(
+        self, step: Next, message: Given, sink: ReplySink, entry: Entry | None
+    ) -> Outcome:
+        """One reply whatever fails on the way."""
+        try:
+            return await step(message, sink, entry)
+        except AttachmentError as exc:  # one reply; nothing goes to the runtime
+            return await self._tell(message, sink, self._failure("invalid", str(exc)))
+        except Exception as exc:  # a bug in the pipeline still reaches the user, once
+            log.exception("handling an input failed")
             error = str(exc) or type(exc).__name__
-            await sink.final(gateway.failure_reply("generic", None, error))
-    except asyncio.CancelledError:  # still running when the channel stopped
-        if not sink.finished:
-            await sink.final(gateway.failure_reply("generic", None, STOPPED))
-        raise
-    finally:
-        await sink.aclose()
-        if sink.finished:
-            await gateway.done(entry)
+            return await self._tell(message, sink, self._failure("generic", error))
+        except asyncio.CancelledError:  # still running when the channel stopped
+            if sink.finished is False:  # it can tell, and was not: no next start runs it
+                await self._tell(message, sink, self._failure("generic", STOPPED))
+            raise
+
+    async def _arrive(self, message: Given, sink: ReplySink, entry: Entry | None) -> Outcome:
+        """Its place in the conversation's arrival order (taken by ``accept``, or now), let
+        go of however it ends.
+        """
+        place = entry.place if entry is not None else None
+        if not isinstance(message, InboundMessage):
+            try:
+                message = await message
+            except BaseException:
+                if place is not None:
+                    self._arrivals.settle(place)
+                raise
+        if place is None:
+            place = self._arrivals.arrive(message.key)
+        try:
+            return await self._intake(message, sink, entry, place)
+        finally:
+            if not place.settled:  # refused or failed on its way: the line goes on
+                self._arrivals.settle(place)
+
+    async def done(self, entry: Entry) -> None:
+        """The input of ``entry`` needs nothing more (never handled: not for the bot, say):
+        it leaves its conversation's line, and the journal.
+        """
+        if entry.place is not None and not entry.place.settled:
+            self._arrivals.settle(entry.place)
+        await self._journal.finish(entry)
+
+    def _failure(self, category: Category, error: str) -> Reply:
+        return self._contracts.failure(category, None, error)
+
+    async def _tell(self, message: Given, sink: ReplySink, reply: Reply) -> Outcome:
+        text = message.text if isinstance(message, InboundMessage) else ""
+        result = self._contracts.host(None).classify(text)
+        return await self._delivery.finish(sink, result, None, reply)

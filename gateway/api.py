@@ -178,10 +178,15 @@ class GatewayAPI(Protocol):
         """The input of ``entry`` needs nothing more: it is not recovered at the next start."""
 
     async def handle(
-        self, message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None
+        self,
+        message: InboundMessage | Awaitable[InboundMessage],
+        sink: ReplySink | None = None,
+        entry: Entry | None = None,
     ) -> Outcome:
         """Run one input through the contract and, if it may run, the runtime; ``entry`` is
-        its journal entry (``accept``).
+        its journal entry (``accept``), finished here once its user was told. ``message`` may
+        be what makes it (its files fetched): whatever fails on the way, the user hears once
+        (the sink's ``finished`` says whether the final reply reached them).
         """
 
     async def preview(self, message: InboundMessage) -> Outcome:

@@ -262,8 +262,14 @@ class Conversation:
         return True
 
     async def acquire(self, front: bool = False) -> None:
-        if self.try_acquire():
-            return
+        if not self.try_acquire():
+            await self.wait(self.line_up(front))
+
+    def line_up(self, front: bool = False) -> asyncio.Future[None]:
+        """Take a place in the queue for the run slot, which is taken (``try_acquire``
+        failed), now (at its ``front``: ahead of the others): ``wait`` for the future it
+        returns, or ``leave_line``.
+        """
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._waiters is None:
             self._waiters = deque()
@@ -271,14 +277,22 @@ class Conversation:
             self._waiters.appendleft(waiter)
         else:
             self._waiters.append(waiter)
+        return waiter
+
+    async def wait(self, waiter: asyncio.Future[None]) -> None:
+        """Until the slot is handed to ``waiter`` (``line_up``)."""
         try:
             await waiter
         except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # ownership was handed over as we were cancelled: pass it on
-            elif self._waiters and waiter in self._waiters:  # release() may have dropped it
-                self._waiters.remove(waiter)
+            self.leave_line(waiter)
             raise
+
+    def leave_line(self, waiter: asyncio.Future[None]) -> None:
+        """``waiter`` gives up its place (cancelled): the slot goes on if it had it already."""
+        if waiter.done() and not waiter.cancelled():
+            self.release()  # ownership was handed over as we were cancelled: pass it on
+        elif self._waiters and waiter in self._waiters:  # release() may have dropped it
+            self._waiters.remove(waiter)
 
     def release(self) -> None:
         while self._waiters:

@@ -11,6 +11,9 @@ import asyncio
 from contract import Catalog, Category, Command
 
 from .access import Access
+from .answering import Answering
+from .arrivals import Arrivals
+from .busy import Busy
 from .contracts import Contracts
 from .conversation import Conversation
 from .delivery import Delivery
@@ -50,7 +53,7 @@ class Gateway:
         self._conversations = conversations = Conversations(
             settings, runtime, self.metrics, self._background, contracts, menus.conversation_changed
         )
-        delivery = Delivery(self.journal)
+        delivery = Delivery()
         stopper = Stopper(settings)
         runs = Runs(
             settings,
@@ -65,28 +68,30 @@ class Gateway:
         )
         self.access = access = Access(settings, self.store, self.metrics)
         tools = HostTools(menus, stopper, self.journal, runtime, access)
-        router = Router(
-            settings, self.journal, contracts, conversations, runs, delivery, tools, stopper
-        )
+        arrivals = Arrivals()
+        busy = Busy(settings, self.journal, contracts, arrivals, stopper, delivery, runs)
+        router = Router(contracts, conversations, delivery, tools, arrivals, busy)
         intake = Intake(
-            self.journal, self.metrics, contracts, conversations, router, delivery, access
+            self.journal, self.metrics, contracts, conversations, router, delivery, access, arrivals
         )
+        # The one owner of an input's life: its place, its answer once, the journal's end.
+        answering = Answering(self.journal, arrivals, contracts, delivery, intake.handle)
         self._recovery = Recovery(
             settings,
             self.journal,
             self._background,
             conversations,
             contracts,
-            intake,
+            answering,
             stopper,
             delivery,
         )
         # The channels' API is the stages' own methods: no call in between on the hot path.
         self.accept = intake.accept
         self.claim = intake.claim
-        self.done = self.journal.finish
+        self.done = answering.done
         self.lead = self.journal.lead
-        self.handle = intake.handle
+        self.handle = answering.handle
         self.classify = router.classify
         self.preview = router.preview
         self.stop_run = stopper.stop_run

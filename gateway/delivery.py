@@ -1,5 +1,5 @@
-"""Delivery, the last stage of an input: its reply to the channel's sink, then the journal's
-final state, and the one log line of the input. Also the sink's hooks as the stages call them,
+"""Delivery, the last stage of an input: its reply to the channel's sink, and the one log
+line of the input. Also the sink's hooks as the stages call them,
 and a turn's output held behind the previous turn's reply while that is still going out.
 """
 
@@ -14,8 +14,6 @@ from contract import Classification, ComposerInputMessage
 from . import logs
 from .events import RuntimeEvent
 from .inbound import Outcome, Reply, ReplySink
-from .journal import Journal
-from .state import Entry
 
 log = logging.getLogger("slashgate.core")
 
@@ -117,20 +115,14 @@ class Behind(ReplySink):
 
 
 class Delivery:
-    def __init__(self, journal: Journal) -> None:
-        self._journal = journal
-
     async def finish(
         self,
         sink: ReplySink,
         result: Classification,
         forwarded: ComposerInputMessage | None,
         reply: Reply,
-        entry: Entry | None = None,
     ) -> Outcome:
-        """Deliver the reply, then journal ``entry`` as delivered (without it: the caller
-        does, once it has let the conversation go).
-        """
+        """Deliver the reply (the journal's end is the input's owner's: gateway/answering.py)."""
         outcome = Outcome(result, forwarded, reply)
         kept = hooks(type(sink))
         try:
@@ -143,14 +135,11 @@ class Delivery:
                 await sink.completed(outcome)
         except Exception:
             log.exception(_RENDER_FAILED)
-        if entry is not None:
-            await self._journal.finish(entry)
         return outcome
 
-    async def drop(self, result: Classification, entry: Entry | None) -> Outcome:
-        """Input addressed to another bot: no reply at all."""
-        if entry is not None:
-            await self._journal.finish(entry)
+    @staticmethod
+    def drop(result: Classification) -> Outcome:
+        """Input addressed to another bot, or refused in silence: no reply at all."""
         return Outcome(result, None, None)
 
 

@@ -78,6 +78,11 @@ class ReplySink:
     ``event`` may then run without a pass of the event loop).
     """
 
+    # Whether the final reply reached the user, for a sink that can tell (False until then):
+    # an input stopped on its way is told so, and finished in the journal, only by such a
+    # sink. None: it cannot tell; the next start runs such an input again, and answers then.
+    finished: bool | None = None
+
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:

@@ -11,9 +11,10 @@ from typing import Any
 
 from . import logs
 from .access import Access, Over, Pairing, Refusal
+from .arrivals import Arrivals, Place
 from .contracts import Contracts
 from .conversation import Conversation
-from .delivery import NO_SINK, Delivery, log_turn
+from .delivery import Delivery, log_turn
 from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .journal import Journal
 from .metrics import Metrics
@@ -35,8 +36,10 @@ class Intake:
         router: Router,
         delivery: Delivery,
         access: Access,
+        arrivals: Arrivals,
     ) -> None:
         self._journal = journal
+        self._arrivals = arrivals
         self._access = access
         self._metrics = metrics
         self._contracts = contracts
@@ -57,9 +60,17 @@ class Intake:
         (answer 503).
         """
         key = f"{channel}:{conversation}"
-        entry = await self._journal.append(channel, key, body, claim, value)
+        place = self._arrivals.arrive(key)  # before the store is awaited: arrival order
+        try:
+            entry = await self._journal.append(channel, key, body, claim, value)
+        except BaseException:
+            self._arrivals.settle(place)
+            raise
         if entry is None:
+            self._arrivals.settle(place)
             self._metrics.dedupe_hit(channel)
+            return None
+        entry.place = place
         return entry
 
     async def claim(self, channel: str, claim: str) -> bool:
@@ -70,35 +81,38 @@ class Intake:
         return False
 
     async def handle(
-        self, message: InboundMessage, sink: ReplySink | None = None, entry: Entry | None = None
+        self, message: InboundMessage, sink: ReplySink, entry: Entry | None, place: Place
     ) -> Outcome:
         """Run one input through the contract and, if it may run, the runtime. ``entry`` is
-        its journal entry (``accept``), dropped once the reply is delivered.
+        its journal entry (``accept``); ``place``, its place in the conversation's arrival
+        order.
         """
         started = time.monotonic()
         bound = logs.bind(message.channel, message.conversation, message.message_id)
-        sink = sink or NO_SINK
         conversations = self._conversations
         # Chat channels only: the webhook and the web chat are the token holder's.
         policy = self._access.chats.get(message.channel)
         admitted = False
         try:
             if conversations.closing:
-                outcome = await self._refuse(message, sink, SHUTTING_DOWN, entry)
+                outcome = await self._refuse(message, sink, SHUTTING_DOWN)
             elif (
                 policy is not None
                 and (refusal := await self._access.admit(message, policy)) is not None
             ):
-                outcome = await self._refused(message, sink, refusal, entry)
+                outcome = await self._refused(message, sink, refusal)
             else:
                 admitted = policy is not None
                 # An open conversation's input goes straight on; another waits for its session.
                 conv = conversations.enter(message.key)
                 try:
+                    why = None
                     if conv.session is None or not conv.inventory_known.is_set():
-                        outcome = await self._take(conv, message, sink, entry)
-                    else:
-                        outcome = await self._router.route(conv, message, sink, entry)
+                        why = await self._ready(conv, message)
+                    if why is None:
+                        outcome = await self._router.route(conv, message, sink, entry, place)
+                    else:  # the runtime cannot open a session: one reply, not a crash
+                        outcome = await self._refuse(message, sink, why)
                 finally:
                     conv.users -= 1
             if log.isEnabledFor(logging.INFO):
@@ -110,19 +124,17 @@ class Intake:
         self._metrics.handled(message.channel, outcome)
         return outcome
 
-    async def _take(
-        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
-    ) -> Outcome:
-        """``route`` once the conversation's session is open, or given up waiting for."""
+    async def _ready(self, conv: Conversation, message: InboundMessage) -> str | None:
+        """Once the conversation's session is open, or given up waiting for: None, else why
+        it cannot open.
+        """
         try:
             await self._conversations.ready(conv, message)
-        except OpenFailed as exc:  # the runtime cannot open a session: one reply, not a crash
-            return await self._refuse(message, sink, str(exc), entry)
-        return await self._router.route(conv, message, sink, entry)
+        except OpenFailed as exc:
+            return str(exc)
+        return None
 
-    async def _refused(
-        self, message: InboundMessage, sink: ReplySink, refusal: Refusal, entry: Entry | None
-    ) -> Outcome:
+    async def _refused(self, message: InboundMessage, sink: ReplySink, refusal: Refusal) -> Outcome:
         """What the access stage refused: the limits' text once per window, a stranger's
         pairing code, or nothing at all (a place or sender the policy does not admit).
         """
@@ -133,17 +145,13 @@ class Intake:
         elif isinstance(refusal, Over) and refusal.tell:
             reply = self._contracts.failure("rate_limited", name, retry=refusal.retry)
         else:
-            return await self._delivery.drop(result, entry)
-        return await self._delivery.finish(sink, result, None, reply, entry)
+            return self._delivery.drop(result)
+        return await self._delivery.finish(sink, result, None, reply)
 
-    async def _refuse(
-        self, message: InboundMessage, sink: ReplySink, error: str, entry: Entry | None
-    ) -> Outcome:
+    async def _refuse(self, message: InboundMessage, sink: ReplySink, error: str) -> Outcome:
         """The failure reply for input that cannot reach a session at all."""
         result = self._contracts.host(message.bot_username).classify(message.text)
         if result.for_other_bot:
-            return await self._delivery.drop(result, entry)
+            return self._delivery.drop(result)
         name = result.name if result.kind != "not_slash" else None
-        return await self._delivery.finish(
-            sink, result, None, self._contracts.failed(name, error), entry
-        )
+        return await self._delivery.finish(sink, result, None, self._contracts.failed(name, error))

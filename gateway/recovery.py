@@ -10,10 +10,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from .answering import Answering
 from .contracts import Contracts
 from .delivery import Delivery
 from .inbound import InboundMessage, ReplySink
-from .intake import Intake
 from .journal import Journal, reply_from
 from .sessions import Conversations
 from .settings import CoreSettings
@@ -38,7 +38,7 @@ class Recovery:
         background: BackgroundTasks,
         conversations: Conversations,
         contracts: Contracts,
-        intake: Intake,
+        answering: Answering,
         stopper: Stopper,
         delivery: Delivery,
     ) -> None:
@@ -47,7 +47,7 @@ class Recovery:
         self._background = background
         self._conversations = conversations
         self._contracts = contracts
-        self._intake = intake
+        self._answering = answering
         self._stopper = stopper
         self._delivery = delivery
         self._recoverers: dict[str, Recoverer] = {}
@@ -125,13 +125,14 @@ class Recovery:
             if entry.state == "running" and self._settings.recovery == "rerun":
                 entry.state = "received"
             if entry.state == "received":
-                await self._intake.handle(message, sink, entry)
+                await self._answering.handle(message, sink, entry)
                 return
             result = self._contracts.host(message.bot_username).classify(message.text)
             if entry.state == "answered" and entry.reply is not None:
                 reply = reply_from(entry.reply)
             else:
                 reply = self._contracts.failure("generic", entry.command, RESTARTED)
-            await self._delivery.finish(sink, result, None, reply, entry)
+            await self._delivery.finish(sink, result, None, reply)
+            await self._journal.finish(entry)  # its reply, at last: nothing more is due
         finally:
             await sink.aclose()

@@ -1,7 +1,7 @@
 """Routing: what becomes of an input whose conversation is at hand. Its classification by
 the conversation's contract decides: dropped (for another bot), rejected, a gateway command
-run here, or a turn for the runtime, which the busy policy admits (queue, reject, interrupt;
-across replicas with a shared store) before the run stage takes it.
+run here, or a turn for the runtime: an ``Admitted`` for the busy policy (gateway/busy.py),
+which lets it run or not.
 """
 
 from __future__ import annotations
@@ -11,19 +11,18 @@ from dataclasses import replace
 
 from contract import Classification
 
+from .admitted import Admitted
+from .arrivals import Arrivals, Place
 from .attachments import FILES_NOT_SENT
+from .busy import Busy
 from .contracts import Contracts
 from .conversation import Conversation
-from .delivery import Delivery, hooks, safely
+from .delivery import Delivery, hooks
 from .host_handlers import HANDLERS, HostTools
 from .inbound import InboundMessage, Outcome, Reply, ReplySink
-from .journal import Journal
 from .offload import at_once, contract_work
-from .run import Runs
 from .sessions import Conversations, OpenFailed
-from .settings import CoreSettings
 from .state import Entry
-from .stopping import Stopper
 
 log = logging.getLogger("slashgate.core")
 
@@ -31,30 +30,32 @@ log = logging.getLogger("slashgate.core")
 class Router:
     def __init__(
         self,
-        settings: CoreSettings,
-        journal: Journal,
         contracts: Contracts,
         conversations: Conversations,
-        runs: Runs,
         delivery: Delivery,
         tools: HostTools,
-        stopper: Stopper,
+        arrivals: Arrivals,
+        busy: Busy,
     ) -> None:
-        self._settings = settings
+        self._arrivals = arrivals
         self._access = tools.access
-        self._journal = journal
         self._contracts = contracts
         self._conversations = conversations
-        self._runs = runs
         self._delivery = delivery
         self._tools = tools
-        self._stopper = stopper
+        self._busy = busy
 
     async def route(
-        self, conv: Conversation, message: InboundMessage, sink: ReplySink, entry: Entry | None
+        self,
+        conv: Conversation,
+        message: InboundMessage,
+        sink: ReplySink,
+        entry: Entry | None,
+        place: Place,
     ) -> Outcome:
         """Take ``message`` in ``conv`` (its session open, or given up waiting for) to its
-        outcome; ``entry``, its journal entry, is finished once the reply is delivered.
+        outcome; ``entry``, its journal entry, is finished once the reply is delivered;
+        ``place``, its place in the conversation's arrival order, settled once it queued.
         """
         contracts = self._contracts
         contract = contracts.of(conv, message.bot_username)
@@ -66,7 +67,7 @@ class Router:
             else await contract_work(conv.key, text, contract.classify, text)
         )
         if result.for_other_bot:
-            return await self._delivery.drop(result, entry)
+            return self._delivery.drop(result)
 
         rejection = contracts.rejection(result)
         unlisted = result.kind == "unsupported" and conv.info.commands is None
@@ -85,52 +86,35 @@ class Router:
                 rejection = contracts.rejection(result)
         if rejection is None and result.command is not None and self._access.policies:
             if not self._access.may_run(message, result.command):
-                forbidden = contracts.failure("forbidden", result.name)
-                return await self._delivery.finish(sink, result, None, forbidden, entry)
+                rejection = contracts.failure("forbidden", result.name)
         if rejection is not None:
-            return await self._delivery.finish(sink, result, None, rejection, entry)
+            self._arrivals.settle(place)  # it goes no further: the line goes on
+            return await self._delivery.finish(sink, result, None, rejection)
         if result.source == "gateway":
+            self._arrivals.settle(place)
             reply = await self._host(conv, message, result)
-            return await self._delivery.finish(sink, result, None, reply, entry)
+            return await self._delivery.finish(sink, result, None, reply)
 
         forwarded = (
             contracts.composer_input(result, conv.aliases)
             if now
             else await contract_work(conv.key, text, contracts.composer_input, result, conv.aliases)
         )
-        slash = result.kind == "supported" or unlisted
-        name = result.name if slash else None
+        name = result.name if result.kind == "supported" or unlisted else None
         agent_name = conv.aliases.get(name.lower(), name) if name and not unlisted else None
-        # The busy policy: a command never waits for a running turn; plain text queues,
-        # is turned away or interrupts the turn, as configured.
-        policy = self._settings.busy_policy
-        if (slash or policy != "queue") and self._journal.shared:
-            if policy == "interrupt" and not slash:
-                await self._journal.cancel_elsewhere(conv.key)
-            elif await self._journal.running_elsewhere(conv.key):  # busy on another replica
-                busy = contracts.failure("busy", name)
-                return await self._delivery.finish(sink, result, None, busy, entry)
-        kept = hooks(type(sink))
-        if not conv.try_acquire():
-            if (
-                slash
-                or policy == "reject"
-                or (policy == "queue" and conv.queued >= self._settings.max_queue)
-            ):
-                busy = contracts.failure("busy", name)
-                return await self._delivery.finish(sink, result, None, busy, entry)
-            if "accepted" in kept:
-                await safely(sink.accepted(result, forwarded))
-            if policy == "queue" and "queued" in kept:
-                await safely(sink.queued(conv.queued + 1))
-            if policy == "interrupt":
-                await self._stopper.stop_run(conv)
-            await conv.acquire(front=policy == "interrupt")
-        elif "accepted" in kept:
-            await safely(sink.accepted(result, forwarded))
-        return await self._runs.turn(
-            conv, message, sink, entry, result, forwarded, name, agent_name, kept
+        admitted = Admitted(
+            conv,
+            message,
+            sink,
+            entry,
+            place,
+            result,
+            forwarded,
+            name,
+            agent_name,
+            hooks(type(sink)),
         )
+        return await self._busy.admit(admitted)
 
     async def _host(
         self, conv: Conversation, message: InboundMessage, result: Classification

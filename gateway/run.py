@@ -11,9 +11,8 @@ import time
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from contract import Classification, ComposerInputMessage
-
 from . import logs
+from .admitted import Admitted
 from .contracts import Contracts
 from .conversation import Conversation, RunState
 from .delivery import STREAMING, Behind, Delivery, safely
@@ -27,14 +26,14 @@ from .events import (
     SessionUpdated,
     StatusChanged,
 )
-from .inbound import InboundMessage, Outcome, Reply, ReplySink
+from .inbound import Outcome, Reply, ReplySink
 from .journal import Held, Journal, reply_record
 from .metrics import Metrics
 from .replies import answered, delta, end_reply, note
 from .runtimes.base import Runtime, Turn
 from .sessions import Conversations, OpenFailed
 from .settings import CoreSettings
-from .state import Entry, StoreUnavailable
+from .state import StoreUnavailable
 from .stopping import Stopper
 from .tasks import BackgroundTasks
 
@@ -66,20 +65,9 @@ class Runs:
         self._delivery = delivery
         self._stopper = stopper
 
-    async def turn(
-        self,
-        conv: Conversation,
-        message: InboundMessage,
-        sink: ReplySink,
-        entry: Entry | None,
-        result: Classification,
-        forwarded: ComposerInputMessage,
-        name: str | None,
-        agent_name: str | None,
-        hooks: frozenset[str],
-    ) -> Outcome:
-        """Run an input that holds ``conv``'s slot (``conv.acquire``) and deliver its reply.
-        ``name``: the command as the user typed it; ``agent_name``: as the agent knows it.
+    async def turn(self, admitted: Admitted) -> Outcome:
+        """Run an input that holds its conversation's slot (``conv.acquire``) and deliver
+        its reply.
 
         The slot is let go of when the runtime's turn ends: the reply goes out after that,
         and the next turn of this conversation runs meanwhile, its output held behind this
@@ -88,6 +76,8 @@ class Runs:
         next turn, whichever replica takes it, waits for it there.
         """
         journal, conversations = self._journal, self._conversations
+        conv, sink, entry, result = admitted.conv, admitted.sink, admitted.entry, admitted.result
+        name, agent_name, forwarded = admitted.name, admitted.agent_name, admitted.forwarded
         held: Held | None = None
         holder: asyncio.Task[None] | None = None
         delivered = False
@@ -108,12 +98,13 @@ class Runs:
                     holder = self._background.spawn(
                         journal.hold(held, lambda: self._stopper.stop_run(conv))
                     )
+                message = admitted.message
                 turn = Turn(
                     forwarded, agent_name, result.args, message.user, message.attachments, True
                 )
                 if entry is not None and held is None:
                     await journal.mark(entry)
-                started = self._start(conv, turn, sink, hooks, agent_name or name)
+                started = self._start(conv, turn, sink, admitted.hooks, agent_name or name)
                 reply = started if isinstance(started, Reply) else await started
                 if entry is not None:
                     entry.state, entry.reply = "answered", reply_record(reply)
@@ -139,11 +130,10 @@ class Runs:
             if holder is not None:
                 holder.cancel()
             if held is not None and delivered and entry is not None:
-                await journal.release_finished(held, entry)  # one round trip for both
+                # Its end, as answering.py would journal it, with the lease: one round trip.
+                await journal.release_finished(held, entry)
             elif held is not None:
                 await journal.release(held)
-        if entry is not None:
-            await journal.finish(entry)
         return outcome
 
     def _start(

@@ -104,3 +104,28 @@ async def read_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[s
             event = line[len("event: ") :]
         elif line.startswith("data: "):
             data.append(line[len("data: ") :])
+
+
+async def burst(url: str, path: str, requests: list[tuple[dict[str, str], bytes]]) -> list[bytes]:
+    """POST each (headers, body) to ``path`` on a connection of its own, the requests written
+    in order with no pass of the loop between them (the connections opened first): a burst as
+    one client sends it. The responses, whole, in the order they ended.
+    """
+    host, port = url.removeprefix("http://").split(":")
+    opened = [await asyncio.open_connection(host, int(port)) for _ in requests]
+    for (_, writer), (headers, body) in zip(opened, requests, strict=True):
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n{head}"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+    ended: list[bytes] = []
+
+    async def read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ended.append(await reader.read())  # to the end: the server closes after the response
+        writer.close()
+        await writer.wait_closed()
+
+    await asyncio.gather(*(read(reader, writer) for reader, writer in opened))
+    return ended

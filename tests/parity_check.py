@@ -5,6 +5,7 @@ the webhook did for the same text, as the case expects.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import aiohttp
@@ -22,7 +23,11 @@ def watch(monkeypatch: pytest.MonkeyPatch, gateway: Gateway, channel: str) -> Se
     seen: Seen = []
     handle = gateway.handle
 
-    async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
+    async def spy(
+        given: InboundMessage | Awaitable[InboundMessage], sink: Any = None, entry: Any = None
+    ) -> Outcome:
+        # Slack and Discord hand over what makes the message (its files fetched).
+        message = given if isinstance(given, InboundMessage) else await given
         outcome = await handle(message, sink, entry)
         if message.channel == channel:
             seen.append((message, outcome))

@@ -24,7 +24,6 @@ MAX_LINES = 400
 CHANNEL_HELPERS = {
     "gateway.access": "the access settings of a chat channel (Ids, access_settings)",
     "gateway.addresses": "whether an address is public (the webhook's file URLs)",
-    "gateway.answering": "an input run in a channel's own task, answered once",
     "gateway.attachments": "files: names, media types, limits, the refusal",
     "gateway.backoff": "platform calls tried again",
     "gateway.body": "request bodies read and parsed within limits",

@@ -13,7 +13,6 @@ from typing import Any, Protocol
 import aiohttp
 import hikari
 
-from gateway.answering import handle_once
 from gateway.api import RESERVED, Attachment, Entry, GatewayAPI, InboundMessage, ReplySink
 from gateway.attachments import AttachmentError
 from gateway.tasks import BackgroundTasks
@@ -196,4 +195,7 @@ class DiscordInputs:
 
     async def _handle(self, invocation: Invocation, entry: Entry) -> None:
         sink = self._sink(invocation)
-        await handle_once(self.gateway, self.message(invocation), sink, entry, log)
+        try:  # the gateway answers once whatever fails, its files' fetch included
+            await self.gateway.handle(self.message(invocation), sink, entry)
+        finally:
+            await sink.aclose()

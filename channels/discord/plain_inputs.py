@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 
-from gateway.answering import handle_once
 from gateway.api import Entry, GatewayAPI, InboundMessage, ReplySink, StoreUnavailable
 from gateway.attachments import AttachmentError
 
@@ -68,7 +67,11 @@ class PlainInputs:
         )
 
     async def _handle(self, said: Said, entry: Entry) -> None:
-        await handle_once(self.gateway, self.inputs.message(said), self._sink(said), entry, log)
+        sink = self._sink(said)
+        try:  # the gateway answers once whatever fails, its files' fetch included
+            await self.gateway.handle(self.inputs.message(said), sink, entry)
+        finally:
+            await sink.aclose()
 
     def _seen(self, said: Said) -> None:
         """Tell the command sync the channel's guild, as an interaction does: the guild's

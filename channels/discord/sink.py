@@ -14,8 +14,7 @@ import asyncio
 import contextlib
 
 from contract import Category, Classification, ComposerInputMessage
-from gateway.answering import AnsweringSink
-from gateway.api import PermissionRequired, Reply, RuntimeEvent
+from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 
 from .activity import ActivityMessage
 from .messages import Messages
@@ -28,7 +27,7 @@ REFUSED: frozenset[Category] = frozenset(
 )
 
 
-class DiscordSink(AnsweringSink):
+class DiscordSink(ReplySink):
     def __init__(
         self,
         messages: Messages,

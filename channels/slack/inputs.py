@@ -12,7 +12,6 @@ from typing import Any
 
 from slack_bolt.response import BoltResponse
 
-from gateway.answering import handle_once
 from gateway.api import Entry, GatewayAPI, InboundMessage, ReplySink, StoreUnavailable
 from gateway.attachments import AttachmentError
 from gateway.tasks import BackgroundTasks
@@ -155,7 +154,10 @@ class SlackInputs:
 
     async def _handle(self, received: Received, entry: Entry) -> None:
         sink = self._sink(received[0])
-        await handle_once(self.gateway, self._message(received), sink, entry, log)
+        try:  # the gateway answers once whatever fails, its files' fetch included
+            await self.gateway.handle(self._message(received), sink, entry)
+        finally:
+            await sink.aclose()
 
     async def _say_usage(self, response_url: str | None) -> None:
         if response_url:

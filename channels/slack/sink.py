@@ -9,8 +9,7 @@ import dataclasses
 from channels.activity import with_usage
 from channels.text import chunks
 from contract import Classification, ComposerInputMessage
-from gateway.answering import AnsweringSink
-from gateway.api import PermissionRequired, Reply, RuntimeEvent
+from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 
 from .activity import ActivityPost
 from .messages import Messages
@@ -32,7 +31,7 @@ def render(reply: Reply, limit: int = TEXT_LIMIT) -> list[str]:
     return chunks(text, limit)
 
 
-class SlackSink(AnsweringSink):
+class SlackSink(ReplySink):
     def __init__(self, outbox: Outbox, target: Target, show_reasoning: bool = True) -> None:
         self.outbox = outbox
         self.target = target

@@ -21,9 +21,12 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import jsonslices, offload
+
+if TYPE_CHECKING:
+    from ..arrivals import Place
 
 EntryState = Literal["received", "running", "answered", "done"]  # "done": finished, gone
 # Keys under this prefix are the operator's decisions (who may talk, gateway/access), one per
@@ -55,6 +58,9 @@ class Entry:
     command: str | None = None  # the slash command it runs, once known (for the restart notice)
     created: float = 0.0
     _body_chars: int = field(default=-1, init=False, repr=False, compare=False)
+    # Its place in its conversation's arrival order (gateway/arrivals.py), while it is on
+    # its way to the run queue; never stored.
+    place: Place | None = field(default=None, init=False, repr=False, compare=False)
 
     def encode(self) -> str | bytes:
         return self._encode(self.size())

@@ -71,7 +71,8 @@ async def test_typed_arguments_become_typed_options_and_are_read_back_in_order(g
         seen = []
         handle = h.server.gateway.handle
 
-        async def spy(message, sink=None, entry=None):  # type: ignore[no-untyped-def]
+        async def spy(given, sink=None, entry=None):  # type: ignore[no-untyped-def]
+            message = await given  # what makes the message: its files fetched
             seen.append(message.text)
             return await handle(message, sink, entry)
 

@@ -365,9 +365,9 @@ class FakeBotAPI:
         self.downloads.append(path)
         return web.Response(body=found, content_type="application/octet-stream")
 
-    async def push_update(self, update: dict[str, Any]) -> None:
-        """Queue an update for getUpdates (long polling)."""
-        self._updates.append(update)
+    async def push_update(self, *updates: dict[str, Any]) -> None:
+        """Queue updates for getUpdates (long polling): one answer holds all that wait."""
+        self._updates.extend(updates)
         await self._notify()
 
     def calls_to(self, method: str, scope: str | None = None) -> list[Call]:
