@@ -11,12 +11,12 @@ notice of their own, edited as the turn goes on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from mautrix.errors import MatrixError
 
 from channels.activity import with_usage
+from channels.streaming import Streaming
 from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 from gateway.offload import off_loop
@@ -28,7 +28,6 @@ from .render import Chunk, preview, render
 
 log = logging.getLogger("slashgate.matrix")
 
-TYPING_DELAY = 0.5  # seconds: a reply quicker than this shows no typing notice
 TYPING_EVERY = 20.0  # seconds: sent again before its 30 s run out
 QUEUED = "⏳"
 FAILURE_PREFIX = "⚠️ "
@@ -41,22 +40,15 @@ def reply_text(reply: Reply) -> str:
     return with_usage(reply.text, reply.usage)
 
 
-class MatrixSink(ReplySink):
+class MatrixSink(Streaming, ReplySink):
     def __init__(self, outbox: Outbox, permissions: Permissions, target: Target, user: str):
         self.outbox = outbox
         self.permissions = permissions
         self.target = target
         self.user = user
-        self._parts: list[str] = []
-        self._dirty: asyncio.Event | None = None  # made when previews start
-        self._typing_soon: asyncio.TimerHandle | None = None
-        self._previews_soon: asyncio.TimerHandle | None = None
-        self._typing: asyncio.Task[None] | None = None
-        self._previews: asyncio.Task[None] | None = None
-        self._showing: asyncio.Future[None] | None = None
+        super().__init__(outbox.edit_interval)
         self._notice: str | None = None  # the streamed notice's event id
         self._shows: Chunk | None = None  # what it shows
-        self._started = asyncio.get_running_loop().time()
         self._activity: ActivityNotice | None = None
         self._queued: str | None = None  # the reaction's event id
 
@@ -67,9 +59,7 @@ class MatrixSink(ReplySink):
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
-        if self._typing_soon is None:
-            loop = asyncio.get_running_loop()
-            self._typing_soon = loop.call_later(TYPING_DELAY, self._start_typing)
+        self._type_soon()
 
     async def queued(self, ahead: int) -> None:
         if self.target.event_id is None or self._queued is not None:
@@ -82,13 +72,7 @@ class MatrixSink(ReplySink):
     async def delta(self, text: str) -> None:
         if self._activity is not None:
             self._activity.progress()
-        self._parts.append(text)
-        if self._dirty is not None:
-            self._dirty.set()
-        elif self._previews_soon is None:  # the first preview waits one edit interval
-            loop = asyncio.get_running_loop()
-            earliest = self._started + self.outbox.edit_interval
-            self._previews_soon = loop.call_at(earliest, self._start_previews)
+        self._add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
@@ -129,29 +113,11 @@ class MatrixSink(ReplySink):
 
     async def aclose(self) -> None:
         """Stop typing and previews, whether or not ``final`` ran."""
-        self._cancel_timers()
-        tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._close_streaming()
         if self._activity is not None:
             await self._activity.aclose()
 
     # -- typing and previews --------------------------------------------------------------
-
-    def _start_typing(self) -> None:
-        self._typing = asyncio.create_task(self._keep_typing())
-
-    def _start_previews(self) -> None:
-        self._dirty = asyncio.Event()
-        self._dirty.set()
-        self._previews = asyncio.create_task(self._stream())
-
-    def _cancel_timers(self) -> None:
-        for timer in (self._typing_soon, self._previews_soon):
-            if timer is not None:
-                timer.cancel()
 
     async def _keep_typing(self) -> None:
         while True:
@@ -188,19 +154,3 @@ class MatrixSink(ReplySink):
             self._shows = chunk
         except (MatrixError, OSError) as exc:  # a preview is best effort; the final is not
             log.warning("preview not shown: %s", exc)
-
-    async def _stop_streaming(self) -> None:
-        """End typing and previews; whatever went wrong there, the final message still goes."""
-        self._cancel_timers()
-        tasks: list[asyncio.Future[None]] = [t for t in (self._previews,) if t is not None]
-        for task in tasks:
-            task.cancel()
-        if self._showing is not None:
-            tasks.append(self._showing)  # a preview half-sent: let it land first
-        if self._typing is not None:
-            self._typing.cancel()
-            tasks.append(self._typing)
-        with contextlib.suppress(asyncio.CancelledError):
-            for result in await asyncio.gather(*tasks, return_exceptions=True):
-                if isinstance(result, Exception):
-                    log.error("streaming failed", exc_info=result)

@@ -25,6 +25,7 @@ from aiogram.exceptions import (
 )
 
 from channels.activity import with_usage
+from channels.streaming import Streaming
 from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 
@@ -44,7 +45,6 @@ from .render import Chunk, escape, preview, render
 
 log = logging.getLogger("slashgate.telegram")
 
-TYPING_DELAY = 0.5  # seconds: a reply quicker than this never shows "typing"
 TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
 DRAFT_EVERY = 20.0  # a draft is shown for 30 seconds: send it again before it goes
 FAILURE_PREFIX = "⚠️ "
@@ -57,33 +57,23 @@ def reply_text(reply: Reply) -> str:
     return with_usage(reply.text, reply.usage)
 
 
-class TelegramSink(ReplySink):
+class TelegramSink(Streaming, ReplySink):
     def __init__(self, outbox: Outbox, target: Target, user_id: int) -> None:
         self.outbox = outbox
         self.bot = outbox.bot
         self.target = target
         self.user_id = user_id
-        self._parts: list[str] = []
-        self._dirty: asyncio.Event | None = None  # made when previews start
-        # Typing and previews start on timers: a quick reply makes no task and no request.
-        self._typing_soon: asyncio.TimerHandle | None = None
-        self._previews_soon: asyncio.TimerHandle | None = None
-        self._typing: asyncio.Task[None] | None = None
-        self._previews: asyncio.Task[None] | None = None
-        self._showing: asyncio.Future[None] | None = None
+        super().__init__(outbox.throttle.interval)
         self._placeholder: int | None = None
         self._placeholder_shows: Chunk | None = None  # as last sent or edited
         self._draft = target.private and outbox.drafts
-        self._started = asyncio.get_running_loop().time()
         self._activity: ActivityMessage | None = None  # made with the first agent event
         self._queued = False  # the input shows the "queued" reaction
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
     ) -> None:
-        if self._typing_soon is None:
-            loop = asyncio.get_running_loop()
-            self._typing_soon = loop.call_later(TYPING_DELAY, self._start_typing)
+        self._type_soon()
 
     async def queued(self, ahead: int) -> None:
         self._queued = await queued_reaction(self.bot, self.target, True)
@@ -91,13 +81,7 @@ class TelegramSink(ReplySink):
     async def delta(self, text: str) -> None:
         if self._activity is not None:
             self._activity.progress()
-        self._parts.append(text)
-        if self._dirty is not None:
-            self._dirty.set()
-        elif self._previews_soon is None:  # the first preview waits one edit interval
-            loop = asyncio.get_running_loop()
-            earliest = self._started + self.outbox.throttle.interval
-            self._previews_soon = loop.call_at(earliest, self._start_previews)
+        self._add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
@@ -159,29 +143,11 @@ class TelegramSink(ReplySink):
         """Stop typing and previews, whether or not ``final`` ran (the input may have been
         cancelled, or the core may have failed before it).
         """
-        self._cancel_timers()
-        tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._close_streaming()
         if self._activity is not None:
             await self._activity.aclose()
 
     # -- typing and previews --------------------------------------------------------------
-
-    def _start_typing(self) -> None:
-        self._typing = asyncio.create_task(self._keep_typing())
-
-    def _start_previews(self) -> None:
-        self._dirty = asyncio.Event()
-        self._dirty.set()
-        self._previews = asyncio.create_task(self._stream())
-
-    def _cancel_timers(self) -> None:
-        for timer in (self._typing_soon, self._previews_soon):
-            if timer is not None:
-                timer.cancel()
 
     async def _keep_typing(self) -> None:
         while True:
@@ -254,19 +220,3 @@ class TelegramSink(ReplySink):
             if isinstance(exc, TelegramNotFound):
                 self.outbox.drafts = False
             await self._show(chunk)
-
-    async def _stop_streaming(self) -> None:
-        """End typing and previews; whatever went wrong there, the final message still goes."""
-        self._cancel_timers()
-        tasks: list[asyncio.Future[None]] = [
-            t for t in (self._typing, self._previews) if t is not None
-        ]
-        for task in tasks:
-            task.cancel()
-        if self._showing is not None:
-            tasks.append(self._showing)  # a preview half-sent: let it land first
-        if not tasks:
-            return
-        for result in await asyncio.gather(*tasks, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.error("streaming failed", exc_info=result)
