@@ -18,6 +18,7 @@ from gateway.api import (
     PlanEntry,
     PlanUpdated,
     ReasoningDelta,
+    Reply,
     RuntimeEvent,
     StatusChanged,
     ToolEnd,
@@ -122,6 +123,18 @@ def with_usage(markdown: str, usage: UsageReported | None) -> str:
     """The reply's Markdown with the usage line at its end, when the runtime reported one."""
     line = usage_line(usage)
     return f"{markdown}\n\n_{line}_" if line else markdown
+
+
+FAILURE_PREFIX = "⚠️ "
+
+
+def reply_text(reply: Reply) -> str:
+    """The Markdown a chat shows for a reply: a failure of plain text (not a command) gets the
+    warning sign, a reply with usage its usage line (Telegram, Matrix).
+    """
+    if reply.category is not None and not reply.slash:
+        return FAILURE_PREFIX + reply.text
+    return with_usage(reply.text, reply.usage)
 
 
 class Activity:

@@ -15,7 +15,7 @@ import logging
 
 from mautrix.errors import MatrixError
 
-from channels.activity import with_usage
+from channels.activity import reply_text
 from channels.streaming import Streaming
 from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
@@ -30,14 +30,6 @@ log = logging.getLogger("slashgate.matrix")
 
 TYPING_EVERY = 20.0  # seconds: sent again before its 30 s run out
 QUEUED = "⏳"
-FAILURE_PREFIX = "⚠️ "
-
-
-def reply_text(reply: Reply) -> str:
-    """The Markdown to show: a failure of plain text (not a command) gets the warning sign."""
-    if reply.category is not None and not reply.slash:
-        return FAILURE_PREFIX + reply.text
-    return with_usage(reply.text, reply.usage)
 
 
 class MatrixSink(Streaming, ReplySink):

@@ -24,7 +24,7 @@ from aiogram.exceptions import (
     TelegramNotFound,
 )
 
-from channels.activity import with_usage
+from channels.activity import reply_text
 from channels.streaming import Streaming
 from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
@@ -47,14 +47,6 @@ log = logging.getLogger("slashgate.telegram")
 
 TYPING_EVERY = 4.5  # Telegram shows "typing" for 5 seconds
 DRAFT_EVERY = 20.0  # a draft is shown for 30 seconds: send it again before it goes
-FAILURE_PREFIX = "⚠️ "
-
-
-def reply_text(reply: Reply) -> str:
-    """The Markdown to show: a failure of plain text (not a command) gets the warning sign."""
-    if reply.category is not None and not reply.slash:
-        return FAILURE_PREFIX + reply.text
-    return with_usage(reply.text, reply.usage)
 
 
 class TelegramSink(Streaming, ReplySink):

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from mautrix.types import RoomCreatePreset, UserID
 
-from channels.matrix.sink import reply_text
+from channels.activity import reply_text
 from gateway.inbound import InboundMessage, Outcome
 from tests.conftest import load_parity, parity_runtime
 from tests.parity_check import same_as_webhook

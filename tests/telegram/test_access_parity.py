@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from channels.activity import FAILURE_PREFIX
 from channels.telegram.render import render
-from channels.telegram.sink import FAILURE_PREFIX
 from tests.access.parity import play, runtime, senders, settings
 from tests.parity_check import watch
 
