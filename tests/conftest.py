@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable
@@ -11,16 +12,6 @@ from typing import Any
 
 import pytest
 
-# The runtimes and channels are imported when a server is built, before its port opens; the
-# first imports of the ACP SDK and aiogram build pydantic models for about a second each. Paid
-# here, at collection, so that a test building a server on its loop is not taken for a blocked
-# loop by the watchdog.
-import channels.slack.channel
-import channels.telegram.channel
-import channels.webchat.channel  # noqa: F401
-import gateway.runtimes.acp.runtime
-import gateway.runtimes.electric.runtime
-import gateway.runtimes.pi.runtime  # noqa: F401
 from contract import Classification, Command
 from gateway.core import Gateway
 from gateway.runtimes import Runtime
@@ -35,6 +26,27 @@ from tests.probe import Probe
 pytest_plugins = ["tests.loop_watchdog", "pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# The runtimes and channels are imported when a server is built, before its port opens; the
+# first imports of the ACP SDK and aiogram build pydantic models for seconds (aiogram 3 s of
+# CPU). Paid before the tests, so that a test building a server on its loop is not taken for
+# a blocked loop by the watchdog; not in pytest-xdist's controller, which runs no test.
+_WARM = (
+    "channels.slack.channel",
+    "channels.telegram.channel",
+    "channels.webchat.channel",
+    "gateway.runtimes.acp.runtime",
+    "gateway.runtimes.electric.runtime",
+    "gateway.runtimes.pi.runtime",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    controller = "PYTEST_XDIST_WORKER" not in os.environ and config.getoption("numprocesses", None)
+    if not controller:
+        for module in _WARM:
+            importlib.import_module(module)
 
 
 def pytest_sessionfinish() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import pytest_asyncio
 
 from tests.http import Served, read_events, serve_subprocess
 
@@ -161,6 +162,15 @@ async def test_sse_streams_deltas_then_the_reply(client: aiohttp.ClientSession) 
         assert events[1][1]["reply"]["category"] == "unsupported"
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def limited() -> AsyncIterator[Served]:
+    """One server for all the bad requests: each case then also shows that the ones before it
+    left the server answering (a fresh start per case cost a second of CPU each).
+    """
+    async with serve_subprocess(webhook_max_body="1024") as served:
+        yield served
+
+
 @pytest.mark.parametrize(
     ("method", "path", "data", "status", "code", "needle"),
     [
@@ -197,8 +207,9 @@ async def test_sse_streams_deltas_then_the_reply(client: aiohttp.ClientSession) 
         ("GET", "/v1/nothing", None, 404, "not_found", "Not Found"),
     ],
 )
+@pytest.mark.asyncio(loop_scope="module")
 async def test_bad_input_is_a_clear_4xx(
-    client: aiohttp.ClientSession,
+    limited: Served,
     method: str,
     path: str,
     data: bytes | None,
@@ -206,13 +217,14 @@ async def test_bad_input_is_a_clear_4xx(
     code: str,
     needle: str,
 ) -> None:
-    async with serve_subprocess(webhook_max_body="1024") as served:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as client:
         headers = {"Content-Type": "application/json"} if data is not None else {}
-        async with client.request(method, served.url + path, data=data, headers=headers) as resp:
+        url = limited.url + path
+        async with client.request(method, url, data=data, headers=headers) as resp:
             body = await resp.json()
             assert resp.status == status
         assert body["error"]["code"] == code and needle in body["error"]["message"]
-        _, ok = await post(client, served, "/echo still fine")
+        _, ok = await post(client, limited, "/echo still fine")
         assert ok["reply"]["text"] == "still fine"
 
 
