@@ -305,7 +305,7 @@ def main() -> None:
         asyncio.run(bot(homeserver, token))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--messages", type=int, default=300, help="timed messages a round")
+    parser.add_argument("--messages", type=int, default=500, help="timed messages a round")
     parser.add_argument("--rooms", type=int, default=8, help="direct rooms a bot (at once)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=50)
