@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check contract gateway channels slashgate tests bench examples
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) synapse
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/journal.py
 	$(BIN)/python bench/stores.py
@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/streamed.py
 	$(BIN)/python bench/stall.py
 	$(BIN)/python bench/discord.py
+	$(BIN)/python bench/matrix.py
 	$(BIN)/python bench/soak.py --quick
 
 clean:

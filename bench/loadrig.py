@@ -141,7 +141,7 @@ def unpaced(tree: Path = ROOT) -> dict[str, str]:
 
 # The load comes from strangers, in private chats and groups, faster than a person types: the
 # benches measure the pipeline, so the access policy lets them all through (docs/access.md).
-CHATS = ("telegram", "slack", "discord")
+CHATS = ("telegram", "slack", "discord", "matrix")
 OPEN_ACCESS = {
     **{f"{c}_{p}_policy": "open" for c in CHATS for p in ("dm", "group")},
     "sender_rate": "0",

@@ -19,6 +19,7 @@ from aiohttp import web
 from contract import Category, Command
 
 from .events import (
+    FileReturned,
     PermissionOption,
     PermissionRequired,
     PlanEntry,
@@ -49,6 +50,7 @@ __all__ = [
     "Encoded",
     "Entry",
     "ErrorAnswer",
+    "FileReturned",
     "GatewayAPI",
     "InboundMessage",
     "Labeler",

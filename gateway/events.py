@@ -141,6 +141,17 @@ class UsageReported:
 
 
 @dataclass(frozen=True, slots=True)
+class FileReturned:
+    """A file the agent returns with its reply (an image it made, a document it wrote): the
+    channel sends it as a file of its platform, within the attachment limits.
+    """
+
+    name: str
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChanged:
     status: Status
     detail: str | None = None
@@ -171,6 +182,7 @@ RuntimeEvent = (
     | ReasoningDelta
     | PlanUpdated
     | UsageReported
+    | FileReturned
     | ErrorEvent
 )
 

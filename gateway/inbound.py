@@ -95,7 +95,7 @@ class ReplySink:
         """The input waits for the running turn (and ``ahead - 1`` queued inputs) to finish."""
 
     async def event(self, event: RuntimeEvent) -> None:
-        """Tool, plan, reasoning, usage, permission and status events of the turn."""
+        """Tool, plan, reasoning, usage, permission, status and file events of the turn."""
 
     async def final(self, reply: Reply) -> None:
         """The final reply (full text, or the failure text)."""

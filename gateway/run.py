@@ -257,7 +257,7 @@ class Runs:
         event: RuntimeEvent,
         hooks: frozenset[str],
     ) -> None:
-        """A tool, plan, reasoning, usage, permission or status event: to the channel."""
+        """A tool, plan, reasoning, usage, permission, status or file event: to the channel."""
         note(conv, state, event)
         if "event" not in hooks:
             return

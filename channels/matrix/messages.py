@@ -148,7 +148,8 @@ class Messages:
             direct=direct,
             groups=(room_id,),
         )
-        return inbound, MatrixSink(self.outbox, self.permissions, target, sender)
+        sink = MatrixSink(self.outbox, self.permissions, target, sender, self.files.settings)
+        return inbound, sink
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, MatrixSink] | None:
         """A journaled message again, its files fetched again."""

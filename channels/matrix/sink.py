@@ -18,13 +18,15 @@ from mautrix.errors import MatrixError
 from channels.activity import reply_text
 from channels.streaming import Streaming
 from contract import Classification, ComposerInputMessage
-from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
+from gateway.api import FileReturned, PermissionRequired, Reply, ReplySink, RuntimeEvent
 from gateway.offload import off_loop
+from gateway.settings import CoreSettings
 
 from .activity import ActivityNotice
 from .outbox import Outbox, Target
 from .permissions import Permissions
 from .render import Chunk, preview, render
+from .returned import send_files
 
 log = logging.getLogger("slashgate.matrix")
 
@@ -33,16 +35,25 @@ QUEUED = "⏳"
 
 
 class MatrixSink(Streaming, ReplySink):
-    def __init__(self, outbox: Outbox, permissions: Permissions, target: Target, user: str):
+    def __init__(
+        self,
+        outbox: Outbox,
+        permissions: Permissions,
+        target: Target,
+        user: str,
+        settings: CoreSettings,
+    ):
         self.outbox = outbox
         self.permissions = permissions
         self.target = target
         self.user = user
+        self.settings = settings  # the attachment limits of the files the agent returns
         super().__init__(outbox.edit_interval)
         self._notice: str | None = None  # the streamed notice's event id
         self._shows: Chunk | None = None  # what it shows
         self._activity: ActivityNotice | None = None
         self._queued: str | None = None  # the reaction's event id
+        self._returned: list[FileReturned] = []  # sent after the text
 
     @property
     def room(self) -> str:
@@ -67,6 +78,9 @@ class MatrixSink(Streaming, ReplySink):
         self._add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
+        if isinstance(event, FileReturned):
+            self._returned.append(event)
+            return
         if isinstance(event, PermissionRequired):
             await self.permissions.ask(self.target, self.user, event)
             return
@@ -87,6 +101,8 @@ class MatrixSink(Streaming, ReplySink):
             await self._deliver(chunks)
         except (MatrixError, OSError) as exc:  # tried again already: one line, no more
             log.error("reply in room %s not delivered: %s", self.room, exc)
+        if self._returned:
+            await send_files(self.outbox, self.target, self._returned, self.settings)
         if self._typing is not None:
             await self.outbox.typing(self.room, False)
 

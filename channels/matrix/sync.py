@@ -31,19 +31,25 @@ log = logging.getLogger("slashgate.matrix")
 KEEP = 10 * 365 * 24 * 3600.0  # seconds: the position is kept for good
 RETRY_FIRST = 0.5  # seconds before the first retry of a failed sync
 RETRY_CAP = 30.0
-# Everything of a room's timeline since the last sync (up to a hundred events), members loaded
-# lazily (``Rooms`` asks for a room's members when it needs them), no presence.
-FILTER = json.dumps(
-    {
-        "presence": {"not_types": ["*"]},
-        "room": {
-            "timeline": {"limit": 100},
-            "state": {"lazy_load_members": True},
-            "ephemeral": {"not_types": ["*"]},
+
+
+# Everything of a room's timeline since the last sync (up to a hundred events) but the bot's
+# own (each of its replies would wake its sync for nothing), members loaded lazily (``Rooms``
+# asks for a room's members when it needs them), no presence.
+def sync_filter(me: str) -> str:
+    return json.dumps(
+        {
+            "presence": {"not_types": ["*"]},
+            "room": {
+                "timeline": {"limit": 100, "not_senders": [me]},
+                "state": {"lazy_load_members": True},
+                "ephemeral": {"not_types": ["*"]},
+            },
         },
-    },
-    separators=(",", ":"),
-)
+        separators=(",", ":"),
+    )
+
+
 FIRST_FILTER = json.dumps({"room": {"timeline": {"limit": 1}}}, separators=(",", ":"))
 
 # The crypto side of a batch (to-device messages, device lists), run before its rooms.
@@ -70,6 +76,7 @@ class Sync:
         self.invites = invites
         self.joined = joined  # rooms the bot is in that it had not seen before
         self.timeout = timeout
+        self.filter = FilterID(sync_filter(str(client.mxid)))
         self.crypto: CryptoStep | None = None
         self.failing: str | None = "not synced yet"
         self.synced = asyncio.Event()  # set once a batch was handled
@@ -97,8 +104,9 @@ class Sync:
                 first = since is None
                 data = await self.client.sync(
                     since=SyncToken(since) if since else None,
-                    timeout=0 if first else int(self.timeout * 1000),
-                    filter_id=FilterID(FIRST_FILTER if first else FILTER),
+                    # The first sync of a run answers at once: ready without waiting for news.
+                    timeout=0 if first or not self.synced.is_set() else int(self.timeout * 1000),
+                    filter_id=FilterID(FIRST_FILTER) if first else self.filter,
                     set_presence=PresenceState.ONLINE,
                 )
                 await self.handle(data, first)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import mimetypes
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,7 +24,10 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommand,
+    BlobResourceContents,
     ContentToolCallContent,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
     PlanUpdateItems,
     PlanUpdateMarkdown,
     PromptCapabilities,
@@ -42,8 +46,9 @@ from acp.schema import (
 from contract import Command, FileNode, SlashCommandNode
 from contract.models import ComposerNode
 
-from ...attachments import describe
+from ...attachments import describe, file_name, media_type
 from ...events import (
+    FileReturned,
     MessageDelta,
     Mode,
     Model,
@@ -218,6 +223,30 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _returned_file(content: Any) -> FileReturned | None:
+    """An image or a file (an embedded blob) in the agent's message: a file for the user."""
+    mime: str | None
+    uri: str | None
+    if isinstance(content, ImageContentBlock):
+        data, mime, uri = content.data, content.mime_type, content.uri
+    elif isinstance(content, EmbeddedResourceContentBlock) and isinstance(
+        content.resource, BlobResourceContents
+    ):
+        data, mime, uri = content.resource.blob, content.resource.mime_type, content.resource.uri
+    else:
+        return None
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except ValueError:
+        return None  # not base64: nothing a user could open
+    fallback = "image" if isinstance(content, ImageContentBlock) else "file"
+    name = file_name(uri.rsplit("/", 1)[-1] if uri else None, fallback)
+    kind = media_type(mime, name)
+    if "." not in name:  # a name the user's device can open it by
+        name += mimetypes.guess_extension(kind) or ""
+    return FileReturned(name, kind, decoded)
+
+
 def turn_events(update: Any) -> list[RuntimeEvent]:
     """The unified events of one in-turn session update (none for what users do not see)."""
     if isinstance(update, AgentMessageChunk):
@@ -226,7 +255,8 @@ def turn_events(update: Any) -> list[RuntimeEvent]:
             return [MessageDelta(content.text)]
         if isinstance(content, ResourceContentBlock):
             return [MessageDelta(f"[{content.title or content.name}]({content.uri})")]
-        return []
+        returned = _returned_file(content)
+        return [] if returned is None else [returned]
     if isinstance(update, ToolCallStart):
         events: list[RuntimeEvent] = [ToolStart(update.tool_call_id, update.title, update.kind)]
         return events + _tool_status(

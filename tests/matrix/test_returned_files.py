@@ -1,0 +1,92 @@
+"""Files the agent returns reach the room: uploaded to the homeserver, sent as ``m.image`` or
+``m.file`` answering the user's message, downloadable by the person; a file over the limits
+is named in a notice instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mautrix.errors import MTooLarge
+from mautrix.types import ContentURI
+
+from channels.matrix.outbox import Target
+from channels.matrix.render import Chunk
+from channels.matrix.returned import send_files
+from contract import Command
+from gateway.events import FileReturned, MessageDelta, MessageEnd
+from tests.conftest import make_settings
+from tests.telegram.helpers import Scripted
+
+from .conftest import Start
+from .person import Person
+
+pytestmark = pytest.mark.xdist_group("matrix")
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(200))
+
+
+async def test_files_the_agent_returns_are_uploaded_and_one_over_the_limit_is_named(
+    matrix: Start, alice: Person, bot_id: str
+) -> None:
+    runtime = Scripted(Command(name="draw", description="Draw"))
+    async with matrix(runtime, attachment_max_bytes=1000):
+        room = await alice.room_with(bot_id)
+        asked = await alice.send(room, "/draw")
+        turn = await runtime.next_turn()
+        turn.emit(
+            MessageDelta("Here they are."),
+            FileReturned("chart.png", "image/png", PNG),
+            FileReturned("notes.txt", "text/plain", b"the notes"),
+            FileReturned("huge.bin", "application/octet-stream", b"x" * 5000),
+            MessageEnd(),
+        )
+        await alice.shows(room, asked, bot_id, "Here they are.")
+        replies = await alice.until(
+            lambda: (r := alice.replies(room, asked, bot_id)) and len(r) == 4 and r
+        )
+        text, image, notes, refused = (r["content"] for r in replies)
+        assert text["body"] == "Here they are."
+        assert image["msgtype"] == "m.image"
+        assert (image["body"], image["info"]) == (
+            "chart.png",
+            {"mimetype": "image/png", "size": len(PNG)},
+        )
+        assert notes["msgtype"] == "m.file"
+        assert (notes["filename"], notes["info"]["mimetype"]) == ("notes.txt", "text/plain")
+        # Through the authenticated media API, as the person's client fetches them.
+        assert await alice.client.download_media(ContentURI(image["url"])) == PNG
+        assert await alice.client.download_media(ContentURI(notes["url"])) == b"the notes"
+        assert "huge.bin: it is 5 kB, over the limit of 1 kB per file" in refused["body"]
+
+
+class RefusingHomeserver:
+    """An outbox whose homeserver takes no upload (Synapse's ``max_upload_size``)."""
+
+    def __init__(self) -> None:
+        self.client = self
+        self.sent: list[dict[str, Any]] = []
+        self.notices: list[tuple[str, dict[str, Any]]] = []
+
+    async def upload_media(self, data: bytes, *args: Any) -> str:
+        raise MTooLarge(413, "Upload request body is too large")
+
+    async def send(self, room_id: str, content: dict[str, Any]) -> str:
+        self.sent.append(content)
+        return "$sent"
+
+    async def notice(self, room_id: str, chunk: Chunk, relation: dict[str, Any]) -> str:
+        self.notices.append((chunk.body, relation))
+        return "$notice"
+
+
+async def test_a_file_the_homeserver_refuses_is_named_in_the_notice() -> None:
+    outbox = RefusingHomeserver()
+    target = Target("!room:localhost", "$asked", thread="$root")
+    returned = [FileReturned("scan.pdf", "application/pdf", b"%PDF-1.7")]
+    await send_files(outbox, target, returned, make_settings())  # type: ignore[arg-type]
+    assert outbox.sent == []
+    [(body, relation)] = outbox.notices
+    assert "scan.pdf: the homeserver did not take it (Upload request body is too large)" in body
+    assert relation == target.relation()  # in the thread, as the reply's text
