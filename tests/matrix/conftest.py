@@ -33,6 +33,14 @@ def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def bot_crypto(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bot's encryption store, one for the session: every gateway a test starts is the
+    same bot device (its access token's), which keeps its keys across restarts.
+    """
+    return Path(tmp_path_factory.mktemp("bot-crypto")) / "crypto.sqlite3"
+
+
 @pytest.fixture
 async def alice(synapse: Synapse) -> AsyncIterator[Person]:
     async with person(synapse.url, synapse.account("alice")) as who:
@@ -54,7 +62,7 @@ def channel_of(served: Served) -> MatrixChannel:
 
 
 @pytest.fixture
-def matrix(gateway_server: Any, synapse: Synapse) -> Start:
+def matrix(gateway_server: Any, synapse: Synapse, bot_crypto: Path) -> Start:
     """``async with matrix(runtime=None, **settings) as served:`` the gateway with the Matrix
     channel signed in as the bot, past its first sync (what comes after it is answered).
     """
@@ -66,6 +74,7 @@ def matrix(gateway_server: Any, synapse: Synapse) -> Start:
             "matrix_homeserver": synapse.url,
             "matrix_access_token": SecretStr(account.token),
             "matrix_edit_interval": 0.2,
+            "matrix_crypto_path": bot_crypto,
             **overrides,
         }
         async with gateway_server(runtime, **settings) as served:

@@ -1,0 +1,91 @@
+"""An encrypted direct message (what Element makes by default): the bot reads it and answers
+encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
+restart is the same device, which still reads the room; a message whose room key never came
+gets one notice (and the key is asked for), not silence. The parity corpus in encrypted rooms
+is test_parity.py's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from channels.matrix.messages import UNDECRYPTABLE
+from channels.matrix.permissions import KEYCAPS
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd, PermissionOption, PermissionRequired
+from tests.telegram.helpers import Scripted
+
+from .conftest import Start, channel_of
+from .person import ENCRYPTION, Person, person, relates
+from .synapse import Synapse
+
+pytestmark = pytest.mark.xdist_group("matrix")
+
+KEY_WAIT = 0.5  # seconds the bot waits for a missing room key here
+
+
+def bogus(alice: Person, session: str) -> dict[str, object]:
+    """Megolm content of ``session``, a session the bot was never given the key of."""
+    assert alice.crypto is not None
+    device, identity = alice.crypto.device
+    return {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "ciphertext": "AwgAEnACgAkLmt6qF84IK++J7UDH2Za1YVchHyprqTqsg",
+        "sender_key": identity,
+        "session_id": session,
+        "device_id": device,
+    }
+
+
+async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across_a_restart(
+    matrix: Start, synapse: Synapse, bot_id: str
+) -> None:
+    runtime = Scripted(Command(name="work", description="Work"))
+    async with person(synapse.url, synapse.account("alice"), encrypted=True) as alice:
+        async with matrix(runtime) as served:
+            device = channel_of(served).crypto.device  # type: ignore[union-attr]
+            room = await alice.room_with(bot_id, initial_state=[ENCRYPTION])
+            asked = await alice.send(room, "/work")
+            turn = await runtime.next_turn()
+            turn.emit(MessageDelta("First part"))
+            notice = await alice.reply(room, asked, bot_id)
+            turn.emit(PermissionRequired("r1", "Delete build/?", (PermissionOption("ok", "Ok"),)))
+            prompt = await alice.until(
+                lambda: [r for r in alice.replies(room, asked, bot_id) if "build/" in str(r)]
+            )
+            relation = {"rel_type": "m.annotation", "event_id": prompt[0]["event_id"]}
+            await alice.send_raw(
+                room, "m.reaction", {"m.relates_to": {**relation, "key": KEYCAPS[0]}}
+            )
+            assert await turn.answer("r1") == "ok"
+            turn.emit(MessageDelta(", second part."), MessageEnd())
+            await alice.until(
+                lambda: (
+                    alice.shown(room, notice["event_id"]).get("body") == "First part, second part."
+                )
+            )
+            assert alice.edits(room, notice["event_id"])
+
+            # A message whose room key never came: the key is asked of the sender's device,
+            # and when it does not come, one notice says so; another of its session, none.
+            channel_of(served).intake.key_wait = KEY_WAIT  # type: ignore[union-attr]
+            lost = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
+            told = await alice.reply(room, lost, bot_id)
+            assert told["content"]["body"] == UNDECRYPTABLE
+            assert any(
+                e["type"] == "m.room_key_request" and e["content"]["body"]["session_id"] == "lost"
+                for e in alice.to_device
+            )
+            again = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
+            await channel_of(served).intake.drain()  # type: ignore[union-attr]
+
+        # The same device after a restart: what the person's session encrypts it still reads.
+        async with matrix() as served:
+            assert channel_of(served).crypto.device == device  # type: ignore[union-attr]
+            after = await alice.send(room, "/echo still here")
+            await alice.shows(room, after, bot_id, "still here")
+        assert alice.replies(room, again, bot_id) == []
+        for event in alice.timeline(room, bot_id):
+            if event["type"] in ("m.room.message", "m.reaction"):
+                assert event["event_id"] in alice.sealed, event  # nothing went out in clear
+        assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
