@@ -18,7 +18,7 @@ import aiohttp
 from mautrix.api import HTTPAPI, Method, Path
 from mautrix.client import Client
 from mautrix.errors import DecryptionError
-from mautrix.types import FilterID, LoginType, RoomCreatePreset, RoomID, UserID
+from mautrix.types import DeviceID, FilterID, LoginType, RoomCreatePreset, RoomID, UserID
 
 from channels.matrix.crypto import Crypto
 
@@ -203,12 +203,13 @@ async def person(url: str, account: Account, encrypted: bool = False) -> AsyncIt
     out at the end, so no later test encrypts for it.
     """
     async with aiohttp.ClientSession() as session:
-        api = HTTPAPI(url, account.token, client_session=session)
-        client = Client(UserID(account.user_id), device_id=account.device_id, api=api)
+        api = HTTPAPI(url, "" if encrypted else account.token, client_session=session)
+        # Encrypted: no device yet (a login with the account's would end its token's).
+        device = DeviceID("" if encrypted else account.device_id)
+        client = Client(UserID(account.user_id), device_id=device, api=api)
         with tempfile.TemporaryDirectory() as folder:
             crypto = None
             if encrypted:
-                client.api = HTTPAPI(url, "", client_session=session)
                 await client.login(
                     identifier=UserID(account.user_id),
                     login_type=LoginType.PASSWORD,
