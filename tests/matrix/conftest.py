@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from channels.matrix.channel import MatrixChannel
 from gateway.api import Runtime
+from gateway.inbound import InboundMessage, Outcome
 
 from .person import WAIT, Person, person
 from .synapse import Synapse, why_no_synapse
@@ -85,3 +86,27 @@ def matrix(gateway_server: Any, synapse: Synapse, bot_crypto: Path) -> Start:
             yield served
 
     return start
+
+
+class Outcomes:
+    """The gateway's outcome for each Matrix input, by its event id."""
+
+    def __init__(self, gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: dict[str, tuple[InboundMessage, Outcome]] = {}
+        self.changed = asyncio.Condition()
+        handle = gateway.handle
+
+        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
+            outcome = await handle(message, sink, entry)
+            if message.channel == "matrix" and message.message_id is not None:
+                self.seen[message.message_id] = (message, outcome)
+                async with self.changed:
+                    self.changed.notify_all()
+            return outcome
+
+        monkeypatch.setattr(gateway, "handle", spy)
+
+    async def of(self, event_id: str) -> tuple[InboundMessage, Outcome]:
+        async with asyncio.timeout(WAIT), self.changed:
+            await self.changed.wait_for(lambda: event_id in self.seen)
+        return self.seen[event_id]

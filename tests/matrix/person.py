@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 from mautrix.api import HTTPAPI, Method, Path
 from mautrix.client import Client
+from mautrix.crypto.attachments import encrypt_attachment
 from mautrix.errors import DecryptionError
 from mautrix.types import DeviceID, FilterID, LoginType, RoomCreatePreset, RoomID, UserID
 
@@ -152,6 +153,23 @@ class Person:
         path = Path.v3.rooms[RoomID(room)].send[kind][self.client.api.get_txn_id()]
         answer = await self.client.api.request(Method.PUT, path, content)
         return str(answer["event_id"])
+
+    async def send_file(self, room: str, name: str, data: bytes) -> str:
+        """A text file; in an encrypted room by an encrypted person, an encrypted one."""
+        content: dict[str, Any] = {
+            "msgtype": "m.file",
+            "body": name,
+            "info": {"size": len(data), "mimetype": "text/plain"},
+        }
+        sealed = None
+        if self.crypto is not None and await self.crypto.encrypted(room):
+            data, sealed = encrypt_attachment(data)
+        mxc = str(await self.client.upload_media(data, mime_type="text/plain", filename=name))
+        if sealed is None:
+            content["url"] = mxc
+        else:
+            content["file"] = {**sealed.serialize(), "url": mxc}
+        return await self.send_raw(room, "m.room.message", content)
 
     # -- what the bot did -------------------------------------------------------------------
 

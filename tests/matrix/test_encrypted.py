@@ -1,8 +1,8 @@
 """An encrypted direct message (what Element makes by default): the bot reads it and answers
 encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
-restart is the same device, which still reads the room; a message whose room key never came
-gets one notice (and the key is asked for), not silence. The parity corpus in encrypted rooms
-is test_parity.py's.
+restart is the same device, which still reads the room and its encrypted files; a message
+whose room key never came gets one notice (and the key is asked for), not silence. The
+parity corpus in encrypted rooms is test_parity.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from contract import Command
 from gateway.events import MessageDelta, MessageEnd, PermissionOption, PermissionRequired
 from tests.telegram.helpers import Scripted
 
-from .conftest import Start, channel_of
+from .conftest import Outcomes, Start, channel_of
 from .person import ENCRYPTION, Person, person, relates
 from .synapse import Synapse
 
@@ -38,7 +38,7 @@ def bogus(alice: Person, session: str) -> dict[str, object]:
 
 
 async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across_a_restart(
-    matrix: Start, synapse: Synapse, bot_id: str
+    matrix: Start, synapse: Synapse, bot_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime = Scripted(Command(name="work", description="Work"))
     async with person(synapse.url, synapse.account("alice"), encrypted=True) as alice:
@@ -82,8 +82,13 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
         # The same device after a restart: what the person's session encrypts it still reads.
         async with matrix() as served:
             assert channel_of(served).crypto.device == device  # type: ignore[union-attr]
+            outcomes = Outcomes(served.gateway, monkeypatch)
             after = await alice.send(room, "/echo still here")
             await alice.shows(room, after, bot_id, "still here")
+            sent = await alice.send_file(room, "notes.txt", b"hello from a file")
+            await alice.shows(room, sent, bot_id, "You sent notes.txt (text/plain, 17 bytes).")
+            message, _ = await outcomes.of(sent)
+            assert [a.data for a in message.attachments] == [b"hello from a file"]
         assert alice.replies(room, again, bot_id) == []
         for event in alice.timeline(room, bot_id):
             if event["type"] in ("m.room.message", "m.reaction"):

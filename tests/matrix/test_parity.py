@@ -18,42 +18,17 @@ import pytest
 from mautrix.types import RoomCreatePreset, UserID
 
 from channels.activity import reply_text
-from gateway.inbound import InboundMessage, Outcome
 from tests.conftest import load_parity, parity_runtime
 from tests.parity_check import same_as_webhook
 
-from .conftest import Start
-from .person import ENCRYPTION, WAIT, person
+from .conftest import Outcomes, Start
+from .person import ENCRYPTION, person
 from .synapse import Synapse
 
 pytestmark = pytest.mark.xdist_group("matrix")
 
 HEADER, CASES = load_parity()
 ROOMS = 4  # of each kind
-
-
-class Outcomes:
-    """The gateway's outcome for each Matrix input, by its event id."""
-
-    def __init__(self, gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.seen: dict[str, tuple[InboundMessage, Outcome]] = {}
-        self.changed = asyncio.Condition()
-        handle = gateway.handle
-
-        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
-            outcome = await handle(message, sink, entry)
-            if message.channel == "matrix" and message.message_id is not None:
-                self.seen[message.message_id] = (message, outcome)
-                async with self.changed:
-                    self.changed.notify_all()
-            return outcome
-
-        monkeypatch.setattr(gateway, "handle", spy)
-
-    async def of(self, event_id: str) -> tuple[InboundMessage, Outcome]:
-        async with asyncio.timeout(WAIT), self.changed:
-            await self.changed.wait_for(lambda: event_id in self.seen)
-        return self.seen[event_id]
 
 
 async def webhook(
