@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import olm
 from mautrix.client import Client
 from mautrix.client.state_store.asyncpg import upgrade as state_upgrade
 from mautrix.crypto import OlmMachine
@@ -55,6 +56,18 @@ MAX_ROOMS = 10_000
 RECHECK_AFTER = 24 * 3600.0  # seconds
 
 Event = dict[str, Any]
+
+
+class _NoCrossSigningNotes(logging.Filter):
+    """mautrix warns of every device that is not cross-signed: under trust on first use that
+    is the usual case, not a problem worth an operator's attention.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno == logging.WARNING and "cross-sign" in record.getMessage())
+
+
+logging.getLogger("mau.crypto").addFilter(_NoCrossSigningNotes())
 
 
 def crypto_file(path: Path | None, data_dir: Path) -> Path:
@@ -105,8 +118,16 @@ class Crypto:
             # The client's own automatic encryption is not used (``seal`` is), but its
             # group session sharing is: it needs the machine.
             client.crypto = machine
-            await machine.load()
-            await machine.share_keys()
+            try:
+                await machine.load()
+            except olm.OlmAccountError as exc:  # BAD_ACCOUNT_KEY: sealed with another key
+                raise ValueError(
+                    f"the Matrix encryption store {path} cannot be opened with this "
+                    f"matrix_pickle_key ({exc}): set the key it was made with"
+                ) from None
+            assert machine.account is not None
+            if not machine.account.shared:  # a new device; later, sync's key count asks
+                await machine.share_keys()
         except BaseException:
             await db.stop()
             raise

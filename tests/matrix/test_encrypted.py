@@ -1,14 +1,23 @@
 """An encrypted direct message (what Element makes by default): the bot reads it and answers
 encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
 restart is the same device, which still reads the room and its encrypted files; a message
-whose room key never came gets one notice (and the key is asked for), not silence. The
-parity corpus in encrypted rooms is test_parity.py's.
+without its room key asks for it and is answered once it came, or, when it never comes, gets
+one notice, not silence. A pickle key that does not open the store says so. The parity corpus
+in encrypted rooms is test_parity.py's.
 """
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from typing import Any
 
+import aiohttp
+import pytest
+from mautrix.api import HTTPAPI
+from mautrix.client import Client
+from mautrix.types import DeviceID, DeviceIdentity, RequestedKeyInfo, RoomID, UserID
+
+from channels.matrix.crypto import Crypto
 from channels.matrix.messages import UNDECRYPTABLE
 from channels.matrix.permissions import KEYCAPS
 from contract import Command
@@ -35,6 +44,22 @@ def bogus(alice: Person, session: str) -> dict[str, object]:
         "session_id": session,
         "device_id": device,
     }
+
+
+def asked_for(alice: Person, session: str) -> list[dict[str, Any]]:
+    """The room key requests for ``session`` that came to the person's device."""
+    return [
+        e
+        for e in alice.to_device
+        if e["type"] == "m.room_key_request" and e["content"]["body"]["session_id"] == session
+    ]
+
+
+async def forward(device: DeviceIdentity, request: RequestedKeyInfo) -> bool:
+    """Every room key asked for is forwarded (a device's own choice; mautrix's default
+    forwards only to its account's verified devices).
+    """
+    return True
 
 
 async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across_a_restart(
@@ -66,17 +91,27 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
             )
             assert alice.edits(room, notice["event_id"])
 
+            # A message whose room key did not come with it: the key is asked of the
+            # sender's device, which forwards it (this person's device answers the bot),
+            # and the message is answered once it came.
+            assert alice.crypto is not None
+            machine = alice.crypto.machine
+            machine.allow_key_share = forward  # type: ignore[method-assign]
+            await machine.crypto_store.remove_outbound_group_session(RoomID(room))
+            await machine.share_group_session(RoomID(room), [UserID(alice.me)])  # not the bot's
+            late = await alice.send(room, "/work late")
+            (await runtime.next_turn()).emit(MessageDelta("read late"), MessageEnd())
+            await alice.shows(room, late, bot_id, "read late")
+
             # A message whose room key never came: the key is asked of the sender's device,
             # and when it does not come, one notice says so; another of its session, none.
             channel_of(served).intake.key_wait = KEY_WAIT  # type: ignore[union-attr]
             lost = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
             told = await alice.reply(room, lost, bot_id)
             assert told["content"]["body"] == UNDECRYPTABLE
-            assert any(
-                e["type"] == "m.room_key_request" and e["content"]["body"]["session_id"] == "lost"
-                for e in alice.to_device
-            )
+            await alice.until(lambda: len(asked_for(alice, "lost")) == 1)  # the key was asked for
             again = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
+            await alice.until(lambda: len(asked_for(alice, "lost")) == 2)  # the bot waits
             await channel_of(served).intake.drain()  # type: ignore[union-attr]
 
         # The same device after a restart: what the person's session encrypts it still reads.
@@ -94,3 +129,20 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
             if event["type"] in ("m.room.message", "m.reaction"):
                 assert event["event_id"] in alice.sealed, event  # nothing went out in clear
         assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
+
+
+async def test_a_pickle_key_that_does_not_open_the_store_says_so(
+    synapse: Synapse, tmp_path: Path
+) -> None:
+    account = synapse.account("carol")
+    store = tmp_path / "crypto.sqlite3"
+    async with aiohttp.ClientSession() as session:
+
+        def client() -> Client:
+            api = HTTPAPI(synapse.url, account.token, client_session=session)
+            return Client(UserID(account.user_id), DeviceID(account.device_id), api=api)
+
+        await (await Crypto.open(client(), store, "the key")).close()
+        with pytest.raises(ValueError, match="cannot be opened with this matrix_pickle_key"):
+            await Crypto.open(client(), store, "another key")
+        assert (store.stat().st_mode & 0o777) == 0o600
