@@ -239,7 +239,11 @@ async def person(url: str, account: Account, encrypted: bool = False) -> AsyncIt
             who._task = asyncio.create_task(who._sync())
             try:
                 async with asyncio.timeout(WAIT):
-                    await who.ready.wait()
+                    ready = asyncio.ensure_future(who.ready.wait())
+                    await asyncio.wait((ready, who._task), return_when=asyncio.FIRST_COMPLETED)
+                    ready.cancel()
+                if who._task.done():
+                    who._task.result()  # its sync failed: say why, not a timeout later
                 yield who
             finally:
                 who._task.cancel()
