@@ -53,7 +53,7 @@ CRYPTO_FILE = "matrix-crypto.sqlite3"  # in data_dir
 DEFAULT_PICKLE_KEY = "slashgate matrix crypto store"
 
 MAX_ROOMS = 10_000
-RECHECK_AFTER = 24 * 3600.0  # seconds
+RECHECK_AFTER = 24 * 3600.0  # seconds a room's encryption is known without asking again
 
 Event = dict[str, Any]
 
@@ -86,8 +86,8 @@ class Crypto:
         self.client = client
         self.db = db
         self.machine = machine
-        # Rooms found without encryption; one that turns it on says so in its state.
-        self._plain: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, RECHECK_AFTER)
+        # Whether each room is encrypted; a room that turns it on says so in its state.
+        self._known: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, RECHECK_AFTER)
 
     @classmethod
     async def open(cls, client: Client, path: Path, pickle_key: str) -> Crypto:
@@ -195,6 +195,8 @@ class Crypto:
         state = self.machine.state_store
         assert isinstance(state, PgCryptoStateStore)
         await state.update_state(event)
+        if event.type == EventType.ROOM_ENCRYPTION:
+            self._known.set(room_id, True)
         if event.type == EventType.ROOM_MEMBER:
             # Someone joined or left: the room's next message goes in a new Megolm session.
             await self.machine.handle_member_event(event)
@@ -236,20 +238,23 @@ class Crypto:
     # -- outgoing ---------------------------------------------------------------------------
 
     async def encrypted(self, room_id: str) -> bool:
-        """Whether the room is encrypted: as sync told (kept in the store), else as the
-        homeserver answers, once per room and process for a room without encryption.
+        """Whether the room is encrypted, kept in memory (each send asks): as sync told
+        (``_state``), else as the store or the homeserver answers.
         """
+        known = self._known.get(room_id)
+        if known is None:
+            known = await self._look_up(RoomID(room_id))
+            self._known.set(room_id, known)
+        return known
+
+    async def _look_up(self, room: RoomID) -> bool:
         state = self.machine.state_store
         assert isinstance(state, PgCryptoStateStore)
-        room = RoomID(room_id)
         if await state.is_encrypted(room):
             return True
-        if self._plain.get(room_id) is not None:
-            return False
-        try:  # recorded in the store by the client when found
+        try:  # a room whose state the bot has not seen since the store was made
             await self.client.get_state_event(room, EventType.ROOM_ENCRYPTION)
         except MNotFound:
-            self._plain.set(room_id, True)
             return False
         return True
 
