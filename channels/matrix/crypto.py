@@ -221,9 +221,12 @@ class Crypto:
         not find); True once it came, within ``wait`` seconds.
         """
         content = event.get("content", {})
-        session, sender_key = content.get("session_id"), content.get("sender_key")
-        if not isinstance(session, str) or not isinstance(sender_key, str):
+        session = content.get("session_id")
+        if not isinstance(session, str):
             return False
+        # Deprecated in events since Matrix 1.3 (newer clients leave it out); the session
+        # id is what devices look keys up by.
+        sender_key = str(content.get("sender_key") or "")
         device = content.get("device_id")
         devices = {UserID(str(event.get("sender"))): [DeviceID(str(device or "*"))]}
         room = RoomID(room_id)
