@@ -30,7 +30,7 @@ def test_every_secret_setting_can_come_from_a_file() -> None:
     assert set(SECRETS) == {
         "telegram_token", "telegram_secret", "slack_bot_token", "slack_signing_secret",
         "slack_app_token", "discord_token", "webhook_token", "redis_url", "acp_env", "pi_env",
-        "matrix_access_token", "matrix_password",
+        "matrix_access_token", "matrix_password", "matrix_pickle_key",
     }  # fmt: skip
 
 

@@ -5,7 +5,8 @@ The channel holds no contract logic. Sync (``sync``) brings invitations (``invit
 access policy accepts or refuses them) and room messages; the ``intake`` journals each
 message for the bot (``messages``: a direct room, a mention) and answers it in the
 background with a sink (``sink``) that renders for Matrix. The inventory is published to the
-rooms as the in-room bot commands proposals' state events (``commands``).
+rooms as the in-room bot commands proposals' state events (``commands``). Encrypted rooms
+are read and written through the bot device's keys (``crypto``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 
 import aiohttp
 from mautrix.api import HTTPAPI
-from mautrix.client import ClientAPI
+from mautrix.client import Client
 from mautrix.types import LoginType, UserID
 
 from channels.metering import counted
@@ -24,6 +25,7 @@ from gateway.pacing import Pacer, Rate, budget
 
 from .addressing import Addressing
 from .commands import Publisher
+from .crypto import DEFAULT_PICKLE_KEY, Crypto, crypto_file
 from .files import MatrixFiles
 from .intake import Intake
 from .invites import Invites
@@ -55,7 +57,8 @@ class MatrixChannel(Channel[MatrixSettings]):
             raise ValueError("the Matrix channel needs SLASHGATE_MATRIX_HOMESERVER")
         self.homeserver = settings.matrix_homeserver.rstrip("/")
         self.session: aiohttp.ClientSession | None = None
-        self.client: ClientAPI | None = None
+        self.client: Client | None = None
+        self.crypto: Crypto | None = None
         self.sync: Sync | None = None
         self.intake: Intake | None = None
         self.publisher: Publisher | None = None
@@ -71,7 +74,7 @@ class MatrixChannel(Channel[MatrixSettings]):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def _connect(self) -> ClientAPI:
+    async def _connect(self) -> Client:
         """The client, signed in: the access token's account, or a password login."""
         timeout = aiohttp.ClientTimeout(
             total=None,
@@ -86,7 +89,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         api = HTTPAPI(
             self.homeserver, token.get_secret_value() if token else "", client_session=self.session
         )
-        client = ClientAPI(UserID(settings.matrix_user_id or ""), api=api)
+        client = Client(UserID(settings.matrix_user_id or ""), api=api)
         if token is None:
             assert settings.matrix_password is not None  # MatrixSettings checks it
             await client.login(
@@ -126,12 +129,19 @@ class MatrixChannel(Channel[MatrixSettings]):
         profile_name = await client.get_displayname(client.mxid)
         if profile_name:
             addressing.names.add(profile_name)
+        pickle_key = settings.matrix_pickle_key
+        crypto = self.crypto = await Crypto.open(
+            client,
+            crypto_file(settings.matrix_crypto_path, settings.data_dir),
+            pickle_key.get_secret_value() if pickle_key else DEFAULT_PICKLE_KEY,
+        )
         outbox = Outbox(
             client,
             self.pacer,
             Rate(settings.matrix_rate_room),
             settings.matrix_edit_interval,
             settings.show_reasoning != "off",
+            crypto,
         )
         permissions = Permissions(outbox, self.gateway, self.name)
         rooms = Rooms(client, me)
@@ -139,7 +149,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         self.messages = Messages(
             self.gateway, self.name, outbox, permissions, addressing, rooms, files
         )
-        self.intake = Intake(self.gateway, self.name, self.messages, MAX_IN_FLIGHT)
+        self.intake = Intake(self.gateway, self.name, self.messages, crypto, MAX_IN_FLIGHT)
         self.publisher = Publisher(client, me, self._inventory_of)
         self.sync = Sync(
             client,
@@ -151,6 +161,7 @@ class MatrixChannel(Channel[MatrixSettings]):
             self.publisher.changed,
             settings.matrix_sync_timeout,
         )
+        self.sync.crypto = crypto.step
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
         self.sync.start()
@@ -175,6 +186,8 @@ class MatrixChannel(Channel[MatrixSettings]):
         await self._close()
 
     async def _close(self) -> None:
+        if self.crypto is not None:
+            await self.crypto.close()
         if self.session is not None:
             await self.session.close()
         await self.pacer.aclose()

@@ -1,7 +1,9 @@
 """Files people send (``m.image``, ``m.file``, ``m.audio``, ``m.video``) for the runtime:
 downloaded through the authenticated media API (``/_matrix/client/v1/media/download``,
 with the bot's token) within the attachment limits: the size the message announces is
-checked before the download, and the download is read no further than the limits allow.
+checked before the download, and the download is read no further than the limits allow. A
+file of an encrypted room (``file``: its key, iv and hash in the encrypted message) is
+decrypted once downloaded.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+from mautrix.crypto.attachments import decrypt_attachment
+from mautrix.errors import DecryptionError
 
 from gateway.api import Attachment
 from gateway.attachments import Budget, file_name, media_type, not_downloaded, read_capped
+from gateway.offload import off_loop
 from gateway.settings import CoreSettings
 
 from .events import FILE_TYPES
@@ -30,12 +35,16 @@ class MediaRef:
     name: str
     media_type: str
     size: int | None
+    sealed: dict[str, Any] | None = None  # an encrypted room's file: how to decrypt it
 
 
 def media_refs(content: dict[str, Any]) -> list[MediaRef]:
     if content.get("msgtype") not in FILE_TYPES:
         return []
-    url = content.get("url")  # an encrypted room's file (``file``) is never read here
+    sealed = content.get("file")
+    if not isinstance(sealed, dict):
+        sealed = None
+    url = content.get("url") if sealed is None else sealed.get("url")
     if not isinstance(url, str) or not url.startswith("mxc://"):
         return []
     described = content.get("info")
@@ -49,8 +58,22 @@ def media_refs(content: dict[str, Any]) -> list[MediaRef]:
             name,
             media_type(info.get("mimetype"), name),
             size if isinstance(size, int) and size >= 0 else None,
+            sealed,
         )
     ]
+
+
+def opened(ref: MediaRef, data: bytes) -> bytes:
+    """An encrypted room's file decrypted (its hash checked first)."""
+    sealed = ref.sealed
+    if sealed is None:
+        return data
+    try:
+        return decrypt_attachment(
+            data, sealed["key"]["k"], sealed["hashes"]["sha256"], sealed["iv"]
+        )
+    except (DecryptionError, KeyError, TypeError):
+        raise not_downloaded(ref.name, SOURCE, "it could not be decrypted") from None
 
 
 class MatrixFiles:
@@ -88,6 +111,7 @@ class MatrixFiles:
             async with self.session.get(url, headers=headers, timeout=timeout) as response:
                 if response.status != 200:
                     raise not_downloaded(ref.name, SOURCE, f"HTTP {response.status}")
-                return await read_capped(response.content.iter_chunked(READ), ref.name, budget)
+                data = await read_capped(response.content.iter_chunked(READ), ref.name, budget)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise not_downloaded(ref.name, SOURCE, type(exc).__name__) from None
+        return await off_loop(len(data), opened, ref, data)

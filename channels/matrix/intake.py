@@ -4,6 +4,10 @@ before the sync position moves past it, then answered in the background, a bound
 once. A reaction or a number that answers a permission prompt is claimed only. Stopping lets
 the answers finish for a grace period, then cancels the rest: they stay in the journal, and
 the next start recovers them.
+
+An encrypted event is decrypted first. One whose room key has not come waits for it in the
+background (it is journaled once it can be read: a restart meanwhile loses it); one that
+cannot be read gets a notice that says so (``Messages.cannot_decrypt``).
 """
 
 from __future__ import annotations
@@ -14,23 +18,38 @@ import logging
 from functools import partial
 from typing import Any
 
+from mautrix.errors import DecryptionError, SessionNotFound
+
 from gateway.api import Entry, GatewayAPI
 from gateway.tasks import BackgroundTasks
 
+from .crypto import Crypto
 from .events import content_of, is_input, text_of
 from .messages import Messages
 
 log = logging.getLogger("slashgate.matrix")
 
+KEY_WAIT = 10.0  # seconds a message without its room key waits for it
+
 
 class Intake:
     def __init__(
-        self, gateway: GatewayAPI, channel: str, messages: Messages, max_in_flight: int = 256
+        self,
+        gateway: GatewayAPI,
+        channel: str,
+        messages: Messages,
+        crypto: Crypto,
+        max_in_flight: int = 256,
     ) -> None:
         self.gateway = gateway
         self.channel = channel
         self.messages = messages
+        self.crypto = crypto
+        self.key_wait = KEY_WAIT
         self._slots = asyncio.Semaphore(max_in_flight)
+        # Messages waiting for their room key: apart, as one taken once its key came needs
+        # a slot of the others.
+        self._waits = asyncio.Semaphore(max_in_flight)
         self._tasks = BackgroundTasks()
 
     async def take(self, room_id: str, event: dict[str, Any]) -> None:
@@ -43,17 +62,19 @@ class Intake:
             return
         if sender == self.messages.me:
             return
+        if event.get("type") == "m.room.encrypted":
+            try:
+                event = await self.crypto.decrypt(room_id, event)
+            except DecryptionError as exc:
+                # Its key may be on its way: waited for apart, the sync goes on meanwhile.
+                if await self.gateway.claim(self.channel, f"{self.channel}:sealed:{event_id}"):
+                    await self._spawn(self._sealed(room_id, event, exc), event_id, self._waits)
+                return
         claim = f"{self.channel}:event:{event_id}"
         if event.get("type") == "m.reaction":
             if self.messages.permissions.pending(room_id, sender):
                 if await self.gateway.claim(self.channel, claim):
                     await self._spawn(self.messages.reaction(room_id, event), event_id)
-            return
-        if event.get("type") == "m.room.encrypted":
-            if self.messages.undecryptable(room_id) and await self.gateway.claim(
-                self.channel, claim
-            ):
-                await self._spawn(self.messages.cannot_decrypt(room_id, event), event_id)
             return
         if not is_input(event):
             return
@@ -72,10 +93,31 @@ class Intake:
             return
         await self._spawn(self._answer(room_id, event, entry), event_id)
 
-    async def _spawn(self, work: Any, event_id: str) -> None:
-        await self._slots.acquire()
+    async def _sealed(self, room_id: str, event: dict[str, Any], error: DecryptionError) -> None:
+        """A message the bot could not decrypt: without its room key, the key is asked of
+        the sender's device and waited for (then the message is taken as any other); else,
+        or when it does not come, one notice says so (once per Megolm session).
+        """
+        if isinstance(error, SessionNotFound) and await self.crypto.request_key(
+            room_id, event, self.key_wait
+        ):
+            try:
+                opened = await self.crypto.decrypt(room_id, event)
+            except DecryptionError as exc:
+                error = exc
+            else:
+                await self.take(room_id, opened)
+                return
+        log.warning("event %s in %s cannot be decrypted: %s", event.get("event_id"), room_id, error)
+        await self.messages.cannot_decrypt(room_id, event)
+
+    async def _spawn(
+        self, work: Any, event_id: str, slots: asyncio.Semaphore | None = None
+    ) -> None:
+        slots = slots or self._slots
+        await slots.acquire()
         task = self._tasks.spawn(work)
-        task.add_done_callback(partial(self._done, event_id))
+        task.add_done_callback(partial(self._done, event_id, slots))
 
     async def _answer(self, room_id: str, event: dict[str, Any], entry: Entry) -> None:
         try:
@@ -84,8 +126,8 @@ class Intake:
             log.exception("event %s failed", event.get("event_id"))
         await self.gateway.done(entry)
 
-    def _done(self, event_id: str, task: asyncio.Task[None]) -> None:
-        self._slots.release()  # here: a task cancelled unstarted frees its slot too
+    def _done(self, event_id: str, slots: asyncio.Semaphore, task: asyncio.Task[None]) -> None:
+        slots.release()  # here: a task cancelled unstarted frees its slot too
         if task.cancelled():
             log.warning("event %s cancelled at shutdown; it runs again at the next start", event_id)
         elif task.exception() is not None:

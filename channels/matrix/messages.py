@@ -28,13 +28,14 @@ from .sink import MatrixSink
 
 log = logging.getLogger("slashgate.matrix")
 
-# An encrypted room's messages cannot be read by this channel (docs/matrix.md): said once.
+# A message the bot could not decrypt (its room key never reached the bot's device): said,
+# not ignored, once per Megolm session (its other messages fail alike).
 UNDECRYPTABLE = (
-    "🔒 I cannot read encrypted messages, so I did not get this one. Write to me in a room "
-    "without encryption (a new direct message with encryption turned off)."
+    "🔒 I could not decrypt this message: its key did not reach my device. Please send it "
+    "again; if this keeps happening, start a new direct message with me."
 )
 MAX_ROOMS = 10_000
-TELL_AGAIN_AFTER = 24 * 3600.0  # seconds: a room is told once a day at most
+TELL_AGAIN_AFTER = 24 * 3600.0  # seconds: a session is told of once a day at most
 
 
 class Messages:
@@ -74,20 +75,18 @@ class Messages:
     def answers_permission(self, room_id: str, user: str, text: str) -> bool:
         return self.permissions.pending(room_id, user) and self.permissions.is_number(text)
 
-    def undecryptable(self, room_id: str) -> bool:
-        """An encrypted message in ``room_id``: True the first time (it gets the notice)."""
-        if self._told.get(room_id) is not None:
-            return False
-        self._told.set(room_id, True)
-        return True
-
     async def cannot_decrypt(self, room_id: str, event: dict[str, Any]) -> None:
-        """The one notice of a room whose messages the bot cannot read: not silence."""
-        target = Target(room_id, str(event["event_id"]), thread_of(content_of(event)))
+        """The notice of a message the bot cannot read, the first of its session."""
+        content = content_of(event)
+        told = f"{room_id}|{content.get('session_id')}"
+        if self._told.get(told) is not None:
+            return
+        self._told.set(told, True)
+        target = Target(room_id, str(event["event_id"]), thread_of(content))
         try:
             await self.outbox.notice(room_id, render(UNDECRYPTABLE)[0], target.relation())
         except (MatrixError, OSError) as exc:
-            log.warning("the encryption notice in %s was not sent: %s", room_id, exc)
+            log.warning("the decryption notice in %s was not sent: %s", room_id, exc)
 
     async def reaction(self, room_id: str, event: dict[str, Any]) -> None:
         related = relation(content_of(event))

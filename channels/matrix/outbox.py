@@ -1,6 +1,7 @@
 """What goes to a room, paced under the bot's limits (docs/rate-limits.md): messages, their
 edits, reactions and redactions wait for the room's turn and the bot's budget; typing
-notices are not paced (they put nothing in the room).
+notices are not paced (they put nothing in the room). In an encrypted room what is sent is
+encrypted (redactions and typing notices are not: they carry no content).
 
 A message is sent with a transaction id of its own, so a send tried again after a network
 error is the same event to the homeserver, never a second message.
@@ -23,6 +24,7 @@ from mautrix.types import EventID, RoomID
 from gateway.backoff import Backoff, retrying
 from gateway.pacing import Pacer, Rate
 
+from .crypto import Crypto
 from .render import Chunk
 
 log = logging.getLogger("slashgate.matrix")
@@ -84,8 +86,10 @@ class Outbox:
         room_rate: Rate,
         edit_interval: float,
         show_reasoning: bool,
+        crypto: Crypto,
     ) -> None:
         self.client = client
+        self.crypto = crypto
         self.pacer = pacer
         self.room_rate = room_rate
         self.edit_interval = edit_interval
@@ -105,9 +109,10 @@ class Outbox:
     async def send(
         self, room_id: str, content: dict[str, Any], event_type: str = "m.room.message"
     ) -> EventID:
-        """An event into the room, tried again after a 429 or a network error (the same
-        transaction id each time).
+        """An event into the room (encrypted once, in an encrypted room), tried again after
+        a 429 or a network error (the same transaction id each time).
         """
+        event_type, content = await self.crypto.seal(room_id, event_type, content)
         path = Path.v3.rooms[RoomID(room_id)].send[event_type][secrets.token_urlsafe(12)]
 
         async def put() -> EventID:

@@ -23,15 +23,10 @@ class Rooms:
         self.client = client
         self.me = me
         self._members: BoundedTTLMap[set[str]] = BoundedTTLMap(MAX_ROOMS, FORGET_AFTER)
-        self.encrypted: set[str] = set()  # rooms that have m.room.encryption
 
     def seen(self, room_id: str, event: dict[str, Any]) -> None:
         """A state event of the room (its state block or its timeline)."""
-        kind = event.get("type")
-        if kind == "m.room.encryption":
-            self.encrypted.add(room_id)
-            return
-        if kind != "m.room.member":
+        if event.get("type") != "m.room.member":
             return
         members = self._members.get(room_id)
         user = event.get("state_key")
@@ -46,7 +41,6 @@ class Rooms:
 
     def left(self, room_id: str) -> None:
         self._members.pop(room_id)
-        self.encrypted.discard(room_id)
 
     async def members(self, room_id: str) -> set[str]:
         members = self._members.get(room_id)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Self
 
 from pydantic import Field, SecretStr, model_validator
@@ -34,6 +35,13 @@ class MatrixSettings(access_settings("matrix", IDS)):  # type: ignore[misc]
     matrix_device_id: str | None = None
     """The device to log in as (kept across restarts so encrypted rooms keep their keys);
     unset: the one the access token belongs to, or `SLASHGATE` with a password."""
+    matrix_crypto_path: Path | None = None
+    """The end-to-end encryption store (an SQLite file: the bot device's keys, the rooms'
+    session keys, what the bot knows of encrypted rooms); unset: `matrix-crypto.sqlite3` in
+    `data_dir`. One gateway process per bot device."""
+    matrix_pickle_key: SecretStr | None = None
+    """The key the encryption store's secrets are sealed with (change it and the store is
+    unreadable); unset: a fixed key, and the file's permissions (0600) guard it alone."""
     matrix_sync_timeout: float = Field(30.0, gt=0)
     """Seconds one long-polled `/sync` waits for news."""
     matrix_edit_interval: float = Field(1.0, gt=0)

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 
 from channels.matrix.channel import MatrixChannel
 from gateway.api import Runtime
+from gateway.inbound import InboundMessage, Outcome
 
 from .person import WAIT, Person, person
 from .synapse import Synapse, why_no_synapse
@@ -31,6 +32,14 @@ def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def bot_crypto(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bot's encryption store, one for the session: every gateway a test starts is the
+    same bot device (its access token's), which keeps its keys across restarts.
+    """
+    return Path(tmp_path_factory.mktemp("bot-crypto")) / "crypto.sqlite3"
 
 
 @pytest.fixture
@@ -54,7 +63,7 @@ def channel_of(served: Served) -> MatrixChannel:
 
 
 @pytest.fixture
-def matrix(gateway_server: Any, synapse: Synapse) -> Start:
+def matrix(gateway_server: Any, synapse: Synapse, bot_crypto: Path) -> Start:
     """``async with matrix(runtime=None, **settings) as served:`` the gateway with the Matrix
     channel signed in as the bot, past its first sync (what comes after it is answered).
     """
@@ -66,6 +75,7 @@ def matrix(gateway_server: Any, synapse: Synapse) -> Start:
             "matrix_homeserver": synapse.url,
             "matrix_access_token": SecretStr(account.token),
             "matrix_edit_interval": 0.2,
+            "matrix_crypto_path": bot_crypto,
             **overrides,
         }
         async with gateway_server(runtime, **settings) as served:
@@ -76,3 +86,27 @@ def matrix(gateway_server: Any, synapse: Synapse) -> Start:
             yield served
 
     return start
+
+
+class Outcomes:
+    """The gateway's outcome for each Matrix input, by its event id."""
+
+    def __init__(self, gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.seen: dict[str, tuple[InboundMessage, Outcome]] = {}
+        self.changed = asyncio.Condition()
+        handle = gateway.handle
+
+        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
+            outcome = await handle(message, sink, entry)
+            if message.channel == "matrix" and message.message_id is not None:
+                self.seen[message.message_id] = (message, outcome)
+                async with self.changed:
+                    self.changed.notify_all()
+            return outcome
+
+        monkeypatch.setattr(gateway, "handle", spy)
+
+    async def of(self, event_id: str) -> tuple[InboundMessage, Outcome]:
+        async with asyncio.timeout(WAIT), self.changed:
+            await self.changed.wait_for(lambda: event_id in self.seen)
+        return self.seen[event_id]

@@ -32,28 +32,6 @@ async def test_a_direct_message_is_answered_as_a_reply(
         assert content["formatted_body"] == "<p><strong>hello</strong> there</p>"
 
 
-async def test_an_encrypted_room_gets_one_notice_not_silence(
-    matrix: Start, alice: Person, bot_id: str
-) -> None:
-    encryption = {"type": "m.room.encryption", "content": {"algorithm": "m.megolm.v1.aes-sha2"}}
-    sealed = {
-        "algorithm": "m.megolm.v1.aes-sha2",
-        "ciphertext": "AwgAEnACgAkLmt6qF84IK++J7UDH2Za1YVchHyprqTqsg",
-        "sender_key": "sender",
-        "session_id": "session",
-        "device_id": "DEVICE",
-    }
-    async with matrix():
-        room = await alice.room_with(bot_id, initial_state=[encryption])
-        first = await alice.send_raw(room, "m.room.encrypted", sealed)
-        notice = await alice.reply(room, first, bot_id)
-        assert "cannot read encrypted messages" in notice["content"]["body"]
-        second = await alice.send_raw(room, "m.room.encrypted", sealed)
-        barrier = await alice.send(room, "/echo after")
-        await alice.shows(room, barrier, bot_id, "after")
-        assert alice.replies(room, second, bot_id) == []  # told once, not at every message
-
-
 async def test_check_signs_in_with_the_credentials(
     matrix: Start, synapse: Synapse, bot_id: str
 ) -> None:

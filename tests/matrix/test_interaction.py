@@ -120,27 +120,13 @@ async def test_cancel_stops_the_running_turn(matrix: Start, alice: Person, bot_i
         assert "done" not in alice.shown(room, reply["event_id"])["body"]
 
 
-async def send_file(who: Person, room: str, name: str, data: bytes) -> str:
-    mxc = await who.client.upload_media(data, mime_type="text/plain", filename=name)
-    return await who.send_raw(
-        room,
-        "m.room.message",
-        {
-            "msgtype": "m.file",
-            "body": name,
-            "url": str(mxc),
-            "info": {"size": len(data), "mimetype": "text/plain"},
-        },
-    )
-
-
 async def test_a_file_reaches_the_runtime_within_the_limits(
     matrix: Start, alice: Person, bot_id: str
 ) -> None:
     async with matrix(attachment_max_bytes=1000):
         room = await alice.room_with(bot_id)
-        small = await send_file(alice, room, "notes.txt", b"hello from a file")
+        small = await alice.send_file(room, "notes.txt", b"hello from a file")
         await alice.shows(room, small, bot_id, "You sent notes.txt (text/plain, 17 bytes).")
-        big = await send_file(alice, room, "big.txt", b"x" * 5000)
+        big = await alice.send_file(room, "big.txt", b"x" * 5000)
         refused = await alice.reply(room, big, bot_id)
         assert "over the limit" in alice.shown(room, refused["event_id"])["body"]

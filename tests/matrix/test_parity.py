@@ -1,7 +1,8 @@
 """Every case of the parity corpus through Matrix, next to the webhook in the same run: as
-direct messages and as mentions in a room of several people. Each case must be classified
-and forwarded as the webhook does, give the user the same text (the Markdown as the notice's
-body), and an input for another bot must get no answer at all.
+direct messages and as mentions in a room of several people, in rooms without encryption and
+in encrypted ones. Each case must be classified and forwarded as the webhook does, give the
+user the same text (the Markdown as the notice's body), and an input for another bot must get
+no answer at all.
 
 The cases are played concurrently over a few rooms, one after another within each room (a
 second command while the first runs would be ``busy``, as on every channel).
@@ -17,42 +18,17 @@ import pytest
 from mautrix.types import RoomCreatePreset, UserID
 
 from channels.activity import reply_text
-from gateway.inbound import InboundMessage, Outcome
 from tests.conftest import load_parity, parity_runtime
 from tests.parity_check import same_as_webhook
 
-from .conftest import Start
-from .person import WAIT, Person, person
+from .conftest import Outcomes, Start
+from .person import ENCRYPTION, person
 from .synapse import Synapse
 
 pytestmark = pytest.mark.xdist_group("matrix")
 
 HEADER, CASES = load_parity()
 ROOMS = 4  # of each kind
-
-
-class Outcomes:
-    """The gateway's outcome for each Matrix input, by its event id."""
-
-    def __init__(self, gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.seen: dict[str, tuple[InboundMessage, Outcome]] = {}
-        self.changed = asyncio.Condition()
-        handle = gateway.handle
-
-        async def spy(message: InboundMessage, sink: Any = None, entry: Any = None) -> Outcome:
-            outcome = await handle(message, sink, entry)
-            if message.channel == "matrix" and message.message_id is not None:
-                self.seen[message.message_id] = (message, outcome)
-                async with self.changed:
-                    self.changed.notify_all()
-            return outcome
-
-        monkeypatch.setattr(gateway, "handle", spy)
-
-    async def of(self, event_id: str) -> tuple[InboundMessage, Outcome]:
-        async with asyncio.timeout(WAIT), self.changed:
-            await self.changed.wait_for(lambda: event_id in self.seen)
-        return self.seen[event_id]
 
 
 async def webhook(
@@ -65,14 +41,19 @@ async def webhook(
         return answer
 
 
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 async def test_the_parity_corpus_as_direct_messages_and_mentions(
     matrix: Start,
-    alice: Person,
     synapse: Synapse,
     bot_id: str,
     monkeypatch: pytest.MonkeyPatch,
+    encrypted: bool,
 ) -> None:
+    # Encrypted: every room is, and alice writes from a device with keys (bob has none: he
+    # only makes the room one of several people).
+    initial_state = [ENCRYPTION] if encrypted else []
     async with (
+        person(synapse.url, synapse.account("alice"), encrypted=encrypted) as alice,
         person(synapse.url, synapse.account("bob")) as bob,
         matrix(parity_runtime(), interactive_only=HEADER["interactive_only"]) as served,
         aiohttp.ClientSession() as http,
@@ -82,13 +63,19 @@ async def test_the_parity_corpus_as_direct_messages_and_mentions(
         async def group() -> str:
             invitees = [UserID(bot_id), UserID(bob.me)]
             room = str(
-                await alice.client.create_room(preset=RoomCreatePreset.PRIVATE, invitees=invitees)
+                await alice.client.create_room(
+                    preset=RoomCreatePreset.PRIVATE,
+                    invitees=invitees,
+                    initial_state=initial_state,
+                )
             )
             await bob.join(room)
             await alice.until(lambda: alice.joined(room, bot_id) and alice.joined(room, bob.me))
             return room
 
-        direct = await asyncio.gather(*(alice.room_with(bot_id) for _ in range(ROOMS)))
+        direct = await asyncio.gather(
+            *(alice.room_with(bot_id, initial_state=initial_state) for _ in range(ROOMS))
+        )
         groups = await asyncio.gather(*(group() for _ in range(ROOMS)))
         silent: list[tuple[str, str]] = []  # (room, event) of inputs for another bot
         played: list[str] = []
@@ -127,3 +114,11 @@ async def test_the_parity_corpus_as_direct_messages_and_mentions(
         assert silent  # the corpus has inputs for another bot: they got no answer
         for room, asked in silent:
             assert alice.replies(room, asked, bot_id) == []
+        if encrypted:  # what the bot wrote there came encrypted (a redaction has no content)
+            for room in (*direct, *groups):
+                sent = [
+                    e
+                    for e in alice.timeline(room, bot_id)
+                    if "state_key" not in e and e["type"] != "m.room.redaction"
+                ]
+                assert sent and all(e["event_id"] in alice.sealed for e in sent)

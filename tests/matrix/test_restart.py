@@ -32,7 +32,7 @@ async def ready(url: str) -> None:
 
 
 async def test_nothing_is_lost_or_answered_twice_across_restarts(
-    synapse: Synapse, alice: Person, bot_id: str, tmp_path: Path
+    synapse: Synapse, alice: Person, bot_id: str, tmp_path: Path, bot_crypto: Path
 ) -> None:
     bot = synapse.account("gw_bot")
     gateway = GatewayProcess(
@@ -42,6 +42,7 @@ async def test_nothing_is_lost_or_answered_twice_across_restarts(
             "matrix_edit_interval": "0.2",
             "store": "sqlite",
             "state_path": str(tmp_path / "state.sqlite3"),
+            "matrix_crypto_path": str(bot_crypto),
             "inventory_wait": "0",
             **OPEN_ENV,
         }

@@ -1,0 +1,148 @@
+"""An encrypted direct message (what Element makes by default): the bot reads it and answers
+encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
+restart is the same device, which still reads the room and its encrypted files; a message
+without its room key asks for it and is answered once it came, or, when it never comes, gets
+one notice, not silence. A pickle key that does not open the store says so. The parity corpus
+in encrypted rooms is test_parity.py's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from mautrix.api import HTTPAPI
+from mautrix.client import Client
+from mautrix.types import DeviceID, DeviceIdentity, RequestedKeyInfo, RoomID, UserID
+
+from channels.matrix.crypto import Crypto
+from channels.matrix.messages import UNDECRYPTABLE
+from channels.matrix.permissions import KEYCAPS
+from contract import Command
+from gateway.events import MessageDelta, MessageEnd, PermissionOption, PermissionRequired
+from tests.telegram.helpers import Scripted
+
+from .conftest import Outcomes, Start, channel_of
+from .person import ENCRYPTION, Person, person, relates
+from .synapse import Synapse
+
+pytestmark = pytest.mark.xdist_group("matrix")
+
+KEY_WAIT = 0.5  # seconds the bot waits for a missing room key here
+
+
+def bogus(alice: Person, session: str) -> dict[str, object]:
+    """Megolm content of ``session``, a session the bot was never given the key of."""
+    assert alice.crypto is not None
+    device, identity = alice.crypto.device
+    return {
+        "algorithm": "m.megolm.v1.aes-sha2",
+        "ciphertext": "AwgAEnACgAkLmt6qF84IK++J7UDH2Za1YVchHyprqTqsg",
+        "sender_key": identity,
+        "session_id": session,
+        "device_id": device,
+    }
+
+
+def asked_for(alice: Person, session: str) -> list[dict[str, Any]]:
+    """The room key requests for ``session`` that came to the person's device."""
+    return [
+        e
+        for e in alice.to_device
+        if e["type"] == "m.room_key_request" and e["content"]["body"]["session_id"] == session
+    ]
+
+
+async def forward(device: DeviceIdentity, request: RequestedKeyInfo) -> bool:
+    """Every room key asked for is forwarded (a device's own choice; mautrix's default
+    forwards only to its account's verified devices).
+    """
+    return True
+
+
+async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across_a_restart(
+    matrix: Start, synapse: Synapse, bot_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = Scripted(Command(name="work", description="Work"))
+    async with person(synapse.url, synapse.account("alice"), encrypted=True) as alice:
+        async with matrix(runtime) as served:
+            device = channel_of(served).crypto.device  # type: ignore[union-attr]
+            room = await alice.room_with(bot_id, initial_state=[ENCRYPTION])
+            asked = await alice.send(room, "/work")
+            turn = await runtime.next_turn()
+            turn.emit(MessageDelta("First part"))
+            notice = await alice.reply(room, asked, bot_id)
+            turn.emit(PermissionRequired("r1", "Delete build/?", (PermissionOption("ok", "Ok"),)))
+            prompt = await alice.until(
+                lambda: [r for r in alice.replies(room, asked, bot_id) if "build/" in str(r)]
+            )
+            relation = {"rel_type": "m.annotation", "event_id": prompt[0]["event_id"]}
+            await alice.send_raw(
+                room, "m.reaction", {"m.relates_to": {**relation, "key": KEYCAPS[0]}}
+            )
+            assert await turn.answer("r1") == "ok"
+            turn.emit(MessageDelta(", second part."), MessageEnd())
+            await alice.until(
+                lambda: (
+                    alice.shown(room, notice["event_id"]).get("body") == "First part, second part."
+                )
+            )
+            assert alice.edits(room, notice["event_id"])
+
+            # A message whose room key did not come with it: the key is asked of the
+            # sender's device, which forwards it (this person's device answers the bot),
+            # and the message is answered once it came.
+            assert alice.crypto is not None
+            machine = alice.crypto.machine
+            machine.allow_key_share = forward  # type: ignore[method-assign]
+            await machine.crypto_store.remove_outbound_group_session(RoomID(room))
+            await machine.share_group_session(RoomID(room), [UserID(alice.me)])  # not the bot's
+            late = await alice.send(room, "/work late")
+            (await runtime.next_turn()).emit(MessageDelta("read late"), MessageEnd())
+            await alice.shows(room, late, bot_id, "read late")
+
+            # A message whose room key never came: the key is asked of the sender's device,
+            # and when it does not come, one notice says so; another of its session, none.
+            channel_of(served).intake.key_wait = KEY_WAIT  # type: ignore[union-attr]
+            lost = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
+            told = await alice.reply(room, lost, bot_id)
+            assert told["content"]["body"] == UNDECRYPTABLE
+            await alice.until(lambda: len(asked_for(alice, "lost")) == 1)  # the key was asked for
+            again = await alice.send_raw(room, "m.room.encrypted", bogus(alice, "lost"))
+            await alice.until(lambda: len(asked_for(alice, "lost")) == 2)  # the bot waits
+            await channel_of(served).intake.drain()  # type: ignore[union-attr]
+
+        # The same device after a restart: what the person's session encrypts it still reads.
+        async with matrix() as served:
+            assert channel_of(served).crypto.device == device  # type: ignore[union-attr]
+            outcomes = Outcomes(served.gateway, monkeypatch)
+            after = await alice.send(room, "/echo still here")
+            await alice.shows(room, after, bot_id, "still here")
+            sent = await alice.send_file(room, "notes.txt", b"hello from a file")
+            await alice.shows(room, sent, bot_id, "You sent notes.txt (text/plain, 17 bytes).")
+            message, _ = await outcomes.of(sent)
+            assert [a.data for a in message.attachments] == [b"hello from a file"]
+        assert alice.replies(room, again, bot_id) == []
+        for event in alice.timeline(room, bot_id):
+            if event["type"] in ("m.room.message", "m.reaction"):
+                assert event["event_id"] in alice.sealed, event  # nothing went out in clear
+        assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
+
+
+async def test_a_pickle_key_that_does_not_open_the_store_says_so(
+    synapse: Synapse, tmp_path: Path
+) -> None:
+    account = synapse.account("carol")
+    store = tmp_path / "crypto.sqlite3"
+    async with aiohttp.ClientSession() as session:
+
+        def client() -> Client:
+            api = HTTPAPI(synapse.url, account.token, client_session=session)
+            return Client(UserID(account.user_id), DeviceID(account.device_id), api=api)
+
+        await (await Crypto.open(client(), store, "the key")).close()
+        with pytest.raises(ValueError, match="cannot be opened with this matrix_pickle_key"):
+            await Crypto.open(client(), store, "another key")
+        assert (store.stat().st_mode & 0o777) == 0o600
