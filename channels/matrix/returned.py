@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mautrix.crypto.attachments import encrypt_attachment
 from mautrix.errors import MatrixError
+from mautrix.types import ContentURI, EncryptedFile
 
 from gateway.api import FileReturned
 from gateway.attachments import size_text
@@ -23,16 +25,25 @@ from .render import render
 log = logging.getLogger("slashgate.matrix")
 
 
-def file_content(returned: FileReturned, url: str) -> dict[str, Any]:
-    """The message of an uploaded file: ``m.image`` for an image, else ``m.file``."""
+def file_content(
+    returned: FileReturned, url: str, sealed: EncryptedFile | None = None
+) -> dict[str, Any]:
+    """The message of an uploaded file: ``m.image`` for an image, else ``m.file``; an
+    encrypted room's under ``file`` (the key to its ciphertext), another's under ``url``.
+    """
     image = returned.media_type.startswith("image/")
-    return {
+    content: dict[str, Any] = {
         "msgtype": "m.image" if image else "m.file",
         "body": returned.name,
         "filename": returned.name,
-        "url": url,
         "info": {"mimetype": returned.media_type, "size": len(returned.data)},
     }
+    if sealed is None:
+        content["url"] = url
+    else:
+        sealed.url = ContentURI(url)
+        content["file"] = sealed.serialize()
+    return content
 
 
 def over_limits(returned: list[FileReturned], settings: CoreSettings) -> dict[int, str]:
@@ -63,9 +74,15 @@ async def send_files(
         if i in refused:
             continue
         try:
-            size = len(item.data)
-            url = await outbox.client.upload_media(item.data, item.media_type, item.name, size)
-            content = file_content(item, str(url))
+            data, sealed = item.data, None
+            # The homeserver keeps what it is given: in an encrypted room, only ciphertext.
+            if await outbox.crypto.encrypted(target.room_id):
+                data, sealed = encrypt_attachment(item.data)
+            url = await outbox.client.upload_media(
+                data, "application/octet-stream" if sealed else item.media_type, item.name,
+                len(data),
+            )  # fmt: skip
+            content = file_content(item, str(url), sealed)
             if relation := target.relation():
                 content["m.relates_to"] = relation
             await outbox.send(target.room_id, content)

@@ -15,13 +15,27 @@ import aiohttp
 import pytest
 from mautrix.api import HTTPAPI
 from mautrix.client import Client
-from mautrix.types import DeviceID, DeviceIdentity, RequestedKeyInfo, RoomID, UserID
+from mautrix.crypto.attachments import decrypt_attachment
+from mautrix.types import (
+    ContentURI,
+    DeviceID,
+    DeviceIdentity,
+    RequestedKeyInfo,
+    RoomID,
+    UserID,
+)
 
 from channels.matrix.crypto import Crypto
 from channels.matrix.messages import UNDECRYPTABLE
 from channels.matrix.permissions import KEYCAPS
 from contract import Command
-from gateway.events import MessageDelta, MessageEnd, PermissionOption, PermissionRequired
+from gateway.events import (
+    FileReturned,
+    MessageDelta,
+    MessageEnd,
+    PermissionOption,
+    PermissionRequired,
+)
 from tests.telegram.helpers import Scripted
 
 from .conftest import Outcomes, Start, channel_of
@@ -31,6 +45,7 @@ from .synapse import Synapse
 pytestmark = pytest.mark.xdist_group("matrix")
 
 KEY_WAIT = 0.5  # seconds the bot waits for a missing room key here
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
 
 def bogus(alice: Person, session: str) -> dict[str, object]:
@@ -83,13 +98,32 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
                 room, "m.reaction", {"m.relates_to": {**relation, "key": KEYCAPS[0]}}
             )
             assert await turn.answer("r1") == "ok"
-            turn.emit(MessageDelta(", second part."), MessageEnd())
+            turn.emit(MessageDelta(", second part."), FileReturned("chart.png", "image/png", PNG))
+            turn.emit(MessageEnd())
             await alice.until(
                 lambda: (
                     alice.shown(room, notice["event_id"]).get("body") == "First part, second part."
                 )
             )
             assert alice.edits(room, notice["event_id"])
+            # A file the agent returns: the homeserver holds only its ciphertext, the key is
+            # in the (encrypted) message.
+            [image] = await alice.until(
+                lambda: [
+                    r["content"]
+                    for r in alice.replies(room, asked, bot_id)
+                    if r["content"].get("msgtype") == "m.image"
+                ]
+            )
+            assert "url" not in image and image["body"] == "chart.png"
+            held = await alice.client.download_media(ContentURI(image["file"]["url"]))
+            assert held != PNG
+            key, sha, iv = (
+                image["file"]["key"]["k"],
+                image["file"]["hashes"]["sha256"],
+                image["file"]["iv"],
+            )
+            assert decrypt_attachment(held, key, sha, iv) == PNG
 
             # A message whose room key did not come with it: the key is asked of the
             # sender's device, which forwards it (this person's device answers the bot),

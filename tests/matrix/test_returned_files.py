@@ -66,8 +66,12 @@ class RefusingHomeserver:
 
     def __init__(self) -> None:
         self.client = self
+        self.crypto = self  # a room without encryption
         self.sent: list[dict[str, Any]] = []
         self.notices: list[tuple[str, dict[str, Any]]] = []
+
+    async def encrypted(self, room_id: str) -> bool:
+        return False
 
     async def upload_media(self, data: bytes, *args: Any) -> str:
         raise MTooLarge(413, "Upload request body is too large")
