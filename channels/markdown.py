@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough", "table"])
+
+def dialect(breaks: bool = False) -> MarkdownIt:
+    """A parser of the dialect; ``breaks``: a single line break renders as one (``<br>``),
+    not as CommonMark's soft break, which HTML shows as a space.
+    """
+    return MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable(
+        ["strikethrough", "table"]
+    )
+
+
+PARSER = dialect()
 
 
 def aligned(rows: list[list[str]], separator: str, rule: str | None = None) -> list[str]:

@@ -119,6 +119,8 @@ class Admission(Protocol):
 
     async def is_owner(self, channel: str, user: str) -> bool: ...
 
+    async def allow_group(self, channel: str, group: str, by: str) -> None: ...
+
     def may_run(self, message: InboundMessage, command: str) -> bool: ...
 
     def offered(self, message: InboundMessage, commands: Iterable[Command]) -> tuple[Command, ...]:
@@ -223,6 +225,11 @@ class GatewayAPI(Protocol):
 
     def label(self, channel: str, labeler: Labeler) -> None:
         """How ``channel`` spells a command in one conversation (``/help`` lists it so)."""
+
+    async def stop_turns(self, channel: str, where: Callable[[str], bool]) -> int:
+        """Stop the turns running in ``channel``'s conversations that ``where`` names (by
+        conversation id): the bot was removed from where they would answer. How many ran.
+        """
 
     # -- permissions and replicas -------------------------------------------------------------
 

@@ -7,6 +7,7 @@ API, ``gateway.api.GatewayAPI``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from contract import Catalog, Category, Command
 
@@ -152,6 +153,18 @@ class Gateway:
         """
         self._conversations.close()
         await asyncio.gather(*(self.stop_run(c) for c in list(self._conversations.values())))
+
+    async def stop_turns(self, channel: str, where: Callable[[str], bool]) -> int:
+        """Stop the turns running in ``channel``'s conversations that ``where`` names (by
+        conversation id): the bot was removed from where they would answer. How many ran.
+        """
+        prefix = f"{channel}:"
+        convs = [
+            conv
+            for key, conv in self._conversations.items()
+            if key.startswith(prefix) and where(key.removeprefix(prefix))
+        ]
+        return sum(await asyncio.gather(*(self.stop_run(c) for c in convs)))
 
     async def stop(self) -> None:
         self._conversations.close()

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+# An http:// or https:// URL as settings take one (an API's base); else the first call fails
+# with aiohttp's words, which do not name the setting.
+HTTP_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 _PREFIX = "Value error, "  # pydantic's prefix for a validator's own message
 Spelling = Callable[[str, Any], str]  # (a setting's name, a value to give it or None) -> text
 

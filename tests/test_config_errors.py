@@ -73,6 +73,15 @@ MISTAKES: list[tuple[dict[str, str], str | None, list[str]]] = [
     ),
     (
         {},
+        '[matrix]\nhomeserver = "matrix.example.org"\nuser_id = "slashgate"\npassword = "x"\n',
+        [
+            f"{FILE}: [matrix] homeserver: must be an http:// or https:// URL, like "
+            "https://matrix.example.org",
+            f"{FILE}: [matrix] user_id: must be a Matrix user id, like @slashgate:example.org",
+        ],
+    ),
+    (
+        {},
         '[catalog]\nunsupported = "No /{command} here"\n',
         [f"{FILE}: [catalog] unsupported: placeholder {{command}}"],
     ),

@@ -36,6 +36,7 @@ CHANNEL_HELPERS = {
     "gateway.openapi": "the routes' part of the OpenAPI document",
     "gateway.pacing": "outbound calls under a platform's limits",
     "gateway.settings": "the gateway's settings, and rates",
+    "gateway.state.private": "a file made for the gateway's user alone (0600)",
     "gateway.store": "bounded caches (BoundedTTLMap, DedupeWindow)",
     "gateway.tasks": "background tasks drained at stop",
     "gateway.validation": "settings rules and validation errors in words",

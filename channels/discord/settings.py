@@ -11,14 +11,13 @@ from pydantic import Field, PositiveInt, SecretStr, field_validator, model_valid
 
 from gateway.access import Ids, access_settings
 from gateway.api import RESERVED
-from gateway.validation import SettingsRule
+from gateway.validation import HTTP_URL, SettingsRule
 
 # Discord's user, guild and channel ids: snowflakes, whole numbers.
 IDS = Ids(re.compile(r"[0-9]{1,20}"), "a Discord user, guild or channel id (a snowflake)")
 
 _NEEDED = ("discord_token", "discord_public_key")
 _HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")  # an Ed25519 public key: 32 bytes
-_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 
 
 class DiscordSettings(access_settings("discord", IDS)):  # type: ignore[misc]
@@ -78,8 +77,7 @@ class DiscordSettings(access_settings("discord", IDS)):  # type: ignore[misc]
     @field_validator("discord_api_base")
     @classmethod
     def _api_base_is_a_url(cls, value: str) -> str:
-        # Else the first call fails with aiohttp's words, which do not name the setting.
-        if not _URL.fullmatch(value):
+        if not HTTP_URL.fullmatch(value):
             raise ValueError("must be an http:// or https:// URL, like https://discord.com/api/v10")
         return value
 

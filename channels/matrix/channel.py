@@ -12,6 +12,7 @@ are read and written through the bot device's keys (``crypto``).
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import aiohttp
 from mautrix.api import HTTPAPI
@@ -62,6 +63,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         self.sync: Sync | None = None
         self.intake: Intake | None = None
         self.publisher: Publisher | None = None
+        self.rooms: Rooms | None = None
         self.messages: Messages | None = None
         self._inventories: dict[str, tuple[Command, ...]] = {}  # a room's own commands
         self._stopping = False
@@ -91,18 +93,23 @@ class MatrixChannel(Channel[MatrixSettings]):
         )
         client = Client(UserID(settings.matrix_user_id or ""), api=api)
         if token is None:
-            assert settings.matrix_password is not None  # MatrixSettings checks it
-            await client.login(
-                identifier=UserID(client.mxid),
-                login_type=LoginType.PASSWORD,
-                password=settings.matrix_password.get_secret_value(),
-                device_id=settings.matrix_device_id or DEFAULT_DEVICE,
-                store_access_token=True,
-            )
+            await self._login(client)
         me = await client.whoami()
         client.mxid = me.user_id
         client.device_id = me.device_id or client.device_id
         return client
+
+    async def _login(self, client: Client) -> None:
+        """A password login as the configured device (the same device, so its keys hold)."""
+        password = self.settings.matrix_password
+        assert password is not None  # MatrixSettings checks it
+        await client.login(
+            identifier=UserID(client.mxid),
+            login_type=LoginType.PASSWORD,
+            password=password.get_secret_value(),
+            device_id=client.device_id or self.settings.matrix_device_id or DEFAULT_DEVICE,
+            store_access_token=True,
+        )
 
     async def check(self) -> str:
         try:
@@ -144,8 +151,8 @@ class MatrixChannel(Channel[MatrixSettings]):
             crypto,
         )
         permissions = Permissions(outbox, self.gateway, self.name)
-        rooms = Rooms(client, me)
-        files = MatrixFiles(self.session, self.homeserver, client.api.token, settings)
+        rooms = self.rooms = Rooms(client, me)
+        files = MatrixFiles(self.session, self.homeserver, lambda: client.api.token, settings)
         self.messages = Messages(
             self.gateway, self.name, outbox, permissions, addressing, rooms, files
         )
@@ -157,11 +164,13 @@ class MatrixChannel(Channel[MatrixSettings]):
             f"{settings.redis_prefix}matrix:sync:{me}",
             self.intake,
             rooms,
-            Invites(client, self.gateway, self.name, settings),
+            Invites(client, self.gateway, self.name, settings, rooms),
             self.publisher.changed,
             settings.matrix_sync_timeout,
         )
         self.sync.crypto = crypto.step
+        if settings.matrix_access_token is None:
+            self.sync.sign_in = partial(self._login, client)
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
         self.sync.start()
@@ -199,8 +208,21 @@ class MatrixChannel(Channel[MatrixSettings]):
 
     # -- the inventory in the rooms -------------------------------------------------------
 
-    def _inventory_of(self, room: str) -> tuple[Command, ...] | None:
-        return self._inventories.get(room) or self.gateway.menu()
+    async def _inventory_of(self, room: str) -> tuple[Command, ...] | None:
+        """What ``room`` offers: its commands less those its people may not run (owner-only
+        ones, but in a direct room with an owner), as Telegram's menus leave them out.
+        """
+        commands = self._inventories.get(room) or self.gateway.menu()
+        if commands is None or self.rooms is None:
+            return commands
+        access = self.gateway.access
+        direct = await self.rooms.direct(room)
+        if direct:
+            (person,) = await self.rooms.members(room) - {self.rooms.me}
+            if await access.is_owner(self.name, person):
+                return commands
+        policy = access.policy(self.name)
+        return tuple(c for c in commands if not policy.owner_only(c.name, not direct))
 
     def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
         """The gateway's inventory listener: every room the bot is in, but those with

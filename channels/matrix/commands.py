@@ -16,7 +16,7 @@ import asyncio
 import base64
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from mautrix.api import Method, Path
@@ -73,7 +73,10 @@ def room_state(commands: Iterable[Command], me: str) -> dict[tuple[str, str], di
 
 class Publisher:
     def __init__(
-        self, client: ClientAPI, me: str, inventory: Callable[[str], tuple[Command, ...] | None]
+        self,
+        client: ClientAPI,
+        me: str,
+        inventory: Callable[[str], Awaitable[tuple[Command, ...] | None]],
     ) -> None:
         self.client = client
         self.me = me
@@ -108,7 +111,7 @@ class Publisher:
 
     async def publish(self, room: str) -> int:
         """Write what differs in ``room``; how many events were written."""
-        commands = self.inventory(room)
+        commands = await self.inventory(room)
         if commands is None:
             return 0
         held = self._held.get(room)

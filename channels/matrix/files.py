@@ -8,6 +8,7 @@ decrypted once downloaded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -78,11 +79,15 @@ def opened(ref: MediaRef, data: bytes) -> bytes:
 
 class MatrixFiles:
     def __init__(
-        self, session: aiohttp.ClientSession, homeserver: str, token: str, settings: CoreSettings
+        self,
+        session: aiohttp.ClientSession,
+        homeserver: str,
+        token: Callable[[], str],
+        settings: CoreSettings,
     ) -> None:
         self.session = session
         self.homeserver = homeserver.rstrip("/")
-        self.token = token
+        self.token = token  # read per download: a password bot signs in again (a new token)
         self.settings = settings
 
     @staticmethod
@@ -105,7 +110,7 @@ class MatrixFiles:
             f"{self.homeserver}/_matrix/client/v1/media/download/"
             f"{quote(server, safe='')}/{quote(media, safe='')}"
         )
-        headers = {"Authorization": f"Bearer {self.token}"}
+        headers = {"Authorization": f"Bearer {self.token()}"}
         timeout = aiohttp.ClientTimeout(total=self.settings.attachment_fetch_timeout)
         try:
             async with self.session.get(url, headers=headers, timeout=timeout) as response:

@@ -133,6 +133,17 @@ class Intake:
         elif task.exception() is not None:
             log.error("event %s failed", event_id, exc_info=task.exception())
 
+    async def left(self, room_id: str) -> None:
+        """The bot is out of ``room_id`` (kicked, banned, gone): the turns running there (its
+        threads' too) stop, as no one there would see their answers.
+        """
+        within = f"{room_id}|"
+        stopped = await self.gateway.stop_turns(
+            self.channel, lambda c: c == room_id or c.startswith(within)
+        )
+        if stopped:
+            log.info("left %s: %d running turn(s) stopped", room_id, stopped)
+
     async def drain(self) -> None:
         await self._tasks.join()
 

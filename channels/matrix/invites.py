@@ -16,6 +16,7 @@ from mautrix.types import RoomID
 
 from gateway.api import GatewayAPI, InboundMessage
 
+from .rooms import Rooms
 from .settings import MatrixSettings
 
 log = logging.getLogger("slashgate.matrix")
@@ -38,29 +39,48 @@ def invitation(me: str, room: dict[str, Any]) -> tuple[str, bool] | None:
 
 class Invites:
     def __init__(
-        self, client: ClientAPI, gateway: GatewayAPI, channel: str, settings: MatrixSettings
+        self,
+        client: ClientAPI,
+        gateway: GatewayAPI,
+        channel: str,
+        settings: MatrixSettings,
+        rooms: Rooms,
     ) -> None:
         self.client = client
+        self.rooms = rooms
         self.gateway = gateway
         self.channel = channel
         self.settings = settings
 
     async def welcome(self, room_id: str, inviter: str, direct: bool) -> bool:
         """Whether the invitation is accepted (the room joined) or refused (left)."""
-        if await self.accepts(room_id, inviter, direct):
-            try:
-                await self.client.join_room_by_id(RoomID(room_id))
-                log.info("joined %s (invited by %s)", room_id, inviter)
-                return True
-            except MatrixError as exc:
-                log.warning("could not join %s: %s", room_id, exc)
-                return False
+        if not await self.accepts(room_id, inviter, direct):
+            await self.leave(room_id, "not allowed here")
+            log.info("refused the invitation to %s by %s", room_id, inviter)
+            return False
         try:
-            await self.client.leave_room(RoomID(room_id), reason="not allowed here")
+            await self.client.join_room_by_id(RoomID(room_id))
         except MatrixError as exc:
-            log.warning("could not refuse the invitation to %s: %s", room_id, exc)
-        log.info("refused the invitation to %s by %s", room_id, inviter)
-        return False
+            log.warning("could not join %s: %s", room_id, exc)
+            return False
+        # "Direct" is the inviter's word: a room with others in it is a group, whatever the
+        # invitation said, and the group policy decides (a stranger's "direct" invitation to
+        # a room of three got the bot into any room under the default policy).
+        if direct and await self.rooms.others(room_id, inviter):
+            if not await self.accepts(room_id, inviter, False):
+                await self.leave(room_id, "not allowed here")
+                log.info("left %s: invited as a direct chat by %s, a group", room_id, inviter)
+                return False
+        log.info("joined %s (invited by %s)", room_id, inviter)
+        return True
+
+    async def leave(self, room_id: str, reason: str) -> None:
+        """Leave the room (or refuse its invitation)."""
+        self.rooms.left(room_id)
+        try:
+            await self.client.leave_room(RoomID(room_id), reason=reason)
+        except MatrixError as exc:
+            log.warning("could not leave %s: %s", room_id, exc)
 
     async def accepts(self, room_id: str, inviter: str, direct: bool) -> bool:
         settings = self.settings
@@ -71,6 +91,8 @@ class Invites:
             return True
         access = self.gateway.access
         if await access.is_owner(self.channel, inviter):
+            if not direct:  # the room the owner brought the bot to is allowed, or it is mute
+                await access.allow_group(self.channel, room_id, inviter)
             return True
         asking = InboundMessage(
             channel=self.channel,

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from channels.markdown import PARSER
+from channels.markdown import dialect
 from channels.text import chunks
 
 MAX_EVENT = 65_536  # bytes: the spec's limit on a whole event as JSON
@@ -43,8 +43,13 @@ class Chunk:
         return len(json.dumps(self.content(), ensure_ascii=False).encode())
 
 
+# A line break is a line break: agents write lines for chat, where Telegram, Slack and Discord
+# keep them.
+HTML = dialect(breaks=True)
+
+
 def html(markdown: str) -> str:
-    return PARSER.render(markdown).rstrip("\n")
+    return HTML.render(markdown).rstrip("\n")
 
 
 def render(markdown: str, limit: int = LIMIT) -> list[Chunk]:

@@ -57,6 +57,17 @@ class Rooms:
             self._members.set(room_id, members)
         return members
 
+    async def others(self, room_id: str, person: str) -> set[str]:
+        """Who is in the room (joined or invited) besides the bot and ``person``, as the
+        homeserver answers now.
+        """
+        self._members.pop(room_id)
+        return await self.members(room_id) - {self.me, person}
+
+    def alone(self, room_id: str) -> bool:
+        """Whether the bot is known to be the room's only member left."""
+        return self._members.get(room_id) == {self.me}
+
     async def direct(self, room_id: str) -> bool:
         """The room has the bot and one person (joined or invited), no one else."""
         members = await self.members(room_id)

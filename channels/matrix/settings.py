@@ -8,17 +8,20 @@ import re
 from pathlib import Path
 from typing import Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from gateway.access import Ids, access_settings
 from gateway.settings import Rate
-from gateway.validation import SettingsRule
+from gateway.validation import HTTP_URL, SettingsRule
 
 # Matrix ids: users (@name:server) and rooms (!opaque:server); the server part may carry a
-# port. Both are immutable (a room alias, #name:server, is not).
+# port. Rooms of version 12 on (Synapse's default since 1.135) have no server part: the id is
+# the create event's hash (!opaque). All are immutable (a room alias, #name:server, is not).
+_SERVER = r"[A-Za-z0-9.:\[\]-]{1,255}"
+USER_ID = re.compile(rf"@[^:\s]{{1,255}}:{_SERVER}")
 IDS = Ids(
-    re.compile(r"[@!][^:\s]{1,255}:[A-Za-z0-9.:\[\]-]{1,255}"),
-    "a Matrix user id (@name:server) or room id (!id:server)",
+    re.compile(rf"{USER_ID.pattern}|![^:\s]{{1,255}}(:{_SERVER})?"),
+    "a Matrix user id (@name:server) or room id (!id:server, or !id in rooms of version 12)",
 )
 
 
@@ -51,6 +54,20 @@ class MatrixSettings(access_settings("matrix", IDS)):  # type: ignore[misc]
     0.17 a second with a burst of 10); 0: no limit."""
     matrix_rate_global: Rate = 10.0
     """Messages and edits a second for the whole bot; 0: no limit."""
+
+    @field_validator("matrix_homeserver")
+    @classmethod
+    def _matrix_homeserver_is_a_url(cls, value: str | None) -> str | None:
+        if value is not None and not HTTP_URL.fullmatch(value):
+            raise ValueError("must be an http:// or https:// URL, like https://matrix.example.org")
+        return value
+
+    @field_validator("matrix_user_id")
+    @classmethod
+    def _matrix_user_id_is_one(cls, value: str | None) -> str | None:
+        if value is not None and not USER_ID.fullmatch(value):
+            raise ValueError("must be a Matrix user id, like @slashgate:example.org")
+        return value
 
     @model_validator(mode="after")
     def _matrix_has_credentials(self) -> Self:

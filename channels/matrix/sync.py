@@ -17,8 +17,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mautrix.client import ClientAPI
-from mautrix.errors import MatrixError
-from mautrix.types import FilterID, PresenceState, SyncToken
+from mautrix.errors import MatrixError, MUnknownToken
+from mautrix.types import (
+    FilterID,
+    Membership,
+    PaginationDirection,
+    PresenceState,
+    RoomID,
+    SyncToken,
+)
 
 from gateway.api import Store, StoreUnavailable
 
@@ -78,6 +85,7 @@ class Sync:
         self.timeout = timeout
         self.filter = FilterID(sync_filter(str(client.mxid)))
         self.crypto: CryptoStep | None = None
+        self.sign_in: Callable[[], Awaitable[None]] | None = None  # a password login, if any
         self.failing: str | None = "not synced yet"
         self.synced = asyncio.Event()  # set once a batch was handled
         self.known: set[str] = set()  # the rooms the bot is in
@@ -116,6 +124,14 @@ class Sync:
                 raise
             except (MatrixError, OSError, StoreUnavailable, KeyError, TimeoutError) as exc:
                 self.failing = f"sync failed: {type(exc).__name__}: {exc}"
+                if isinstance(exc, MUnknownToken) and self.sign_in is not None:
+                    # The token was revoked (a "log out everywhere"): a bot with a password
+                    # signs in again, as the same device, rather than stay out for good.
+                    try:
+                        await self.sign_in()
+                        self.failing += "; signed in again"
+                    except (MatrixError, OSError) as again:
+                        self.failing += f"; signing in again failed: {again}"
                 log.warning("%s; trying again in %.1f s", self.failing, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_CAP)
@@ -123,6 +139,22 @@ class Sync:
             self.failing = None
             self.synced.set()
             delay = RETRY_FIRST
+
+    async def joined_at(self, room_id: str) -> int:
+        """When the bot last joined ``room_id`` (its homeserver's clock, milliseconds): a
+        room new to this run may come with its history, which the bot must not answer (a
+        command planted before it was invited would run). Its own events are not in its sync
+        (``sync_filter``), so it asks the room for its latest membership event.
+        """
+        only = {"types": ["m.room.member"], "senders": [str(self.client.mxid)]}
+        # A NamedTuple made by call, which mypy cannot read: hence Any.
+        found: Any = await self.client.get_messages(
+            RoomID(room_id), PaginationDirection.BACKWARD, limit=1, filter_json=only
+        )
+        for event in found.events:
+            if getattr(event.content, "membership", None) == Membership.JOIN:
+                return int(event.timestamp)
+        return 0
 
     async def handle(self, data: dict[str, Any], first: bool) -> None:
         """One batch: its crypto, invitations, rooms left, then each joined room's state
@@ -139,17 +171,26 @@ class Sync:
         for room_id in rooms.get("leave", {}):
             self.rooms.left(room_id)
             self.known.discard(room_id)
+            # Kicked, banned or gone: a turn running there (its threads' too) has no one to
+            # answer, and a moderator's kick is how a room stops the bot.
+            await self.intake.left(room_id)
         fresh = []
         for room_id, room in rooms.get("join", {}).items():
+            timeline = room.get("timeline", {}).get("events", [])
+            since = 0  # milliseconds: what was written before the bot joined is not for it
             if room_id not in self.known:
+                if not first and any("state_key" not in event for event in timeline):
+                    since = await self.joined_at(room_id)
                 self.known.add(room_id)
                 fresh.append(room_id)
             for event in room.get("state", {}).get("events", []):
                 self.rooms.seen(room_id, event)
-            for event in room.get("timeline", {}).get("events", []):
+            for event in timeline:
                 if "state_key" in event:
                     self.rooms.seen(room_id, event)
-                elif not first:
+                elif not first and event.get("origin_server_ts", since) >= since:
                     await self.intake.take(room_id, event)
+            if self.rooms.alone(room_id):  # everyone else left: no one to answer
+                await self.invites.leave(room_id, "everyone else left")
         if fresh:
             self.joined(fresh)

@@ -178,6 +178,14 @@ class Access:
             book = EMPTY
         return policy.is_owner(book, user)
 
+    async def allow_group(self, channel: str, group: str, by: str) -> None:
+        """Allow ``group``, as ``slashgate access allow`` does, because an owner (``by``)
+        brought the bot there: under ``group_policy = "allowlist"`` it would otherwise be
+        ignored where its owner asked for it. Revoked as any other (``access revoke``).
+        """
+        if await self.books.change(channel, lambda book: book.allow(group, "allowed")):
+            log.info("access allowed", extra=logs.fields(group=group, by=by))
+
     def may_run(self, message: InboundMessage, command: str) -> bool:
         """Whether the sender may run ``command`` here (owner-only commands)."""
         policy = self.policies.get(message.channel, _TOKEN_BASED)

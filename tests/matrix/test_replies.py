@@ -6,6 +6,7 @@ long reply in several notices each under the event size limit, a reaction on que
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -91,3 +92,21 @@ async def test_a_long_reply_is_split_below_the_event_size_limit(
         assert len(notices()) >= 2
         for event in alice.timeline(room, bot_id):
             assert len(json.dumps(event).encode()) < MAX_EVENT
+
+
+def seen_lines(formatted: str) -> list[str]:
+    """The lines a client shows for ``formatted``: HTML folds a bare newline into a space."""
+    broken = re.sub(r"<br\s*/?>|</p>|</li>", "\n", formatted.replace("\n", " "))
+    return [line.strip() for line in re.sub(r"<[^>]+>", "", broken).split("\n") if line.strip()]
+
+
+async def test_the_lines_of_a_reply_stay_lines_in_its_formatted_body(
+    matrix: Start, alice: Person, bot_id: str
+) -> None:
+    # The demo's /slow 2 answers three lines; Telegram, Slack and Discord show three lines.
+    async with matrix():
+        room = await alice.room_with(bot_id)
+        asked = await alice.send(room, "/slow 2")
+        reply = await alice.shows(room, asked, bot_id, "1/2\n2/2\ndone")
+        formatted = alice.shown(room, reply["event_id"])["formatted_body"]
+        assert seen_lines(formatted) == ["1/2", "2/2", "done"]
