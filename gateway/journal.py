@@ -70,15 +70,12 @@ class Journal:
         self, store: StateStore, replica: str, dedupe_ttl: float, lease_ttl: float
     ) -> None:
         self.store = store
+        self.shared = store.shared  # read on every turn: an attribute, not a property
         self.replica = replica
         self.dedupe_ttl = dedupe_ttl
         self.lease_ttl = lease_ttl
         self._alive: Lease | None = None
         self.started = time.time()
-
-    @property
-    def shared(self) -> bool:
-        return self.store.shared
 
     # -- entries ---------------------------------------------------------------------------
 
