@@ -256,7 +256,7 @@ class Conversation:
         return len(self._waiters) if self._waiters else 0
 
     def try_acquire(self) -> bool:
-        if self.busy:
+        if self._owned or self._waiters:  # ``busy``, without its call: every turn asks
             return False
         self._owned = True
         return True
