@@ -51,16 +51,15 @@ class Answering:
         self._chain = partial(self._finish, answered)
         self._unjournaled = answered  # no entry: no journal's end to decide (the webhook)
 
-    def handle(
+    async def handle(
         self, message: Given, sink: ReplySink | None = None, entry: Entry | None = None
-    ) -> Coroutine[Any, Any, Outcome]:
+    ) -> Outcome:
         """``message`` (or what makes it) through the gateway, its user told once how it
         ended; ``entry``, its journal entry (``accept``), finished once that was delivered.
-        The chain's coroutine itself, to await: no coroutine of its own around it.
         """
         if entry is None:
-            return self._unjournaled(message, sink or NO_SINK, None)
-        return self._chain(message, sink or NO_SINK, entry)
+            return await self._unjournaled(message, sink or NO_SINK, None)
+        return await self._chain(message, sink or NO_SINK, entry)
 
     async def _finish(
         self, step: Next, message: Given, sink: ReplySink, entry: Entry | None
