@@ -11,6 +11,7 @@ from .models import Command, ComposerInputPayload, Nodes, built_payload
 from .utf16 import has_astral
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
+RUNS: frozenset[Kind] = frozenset(("supported", "not_slash"))  # the kinds with no rejection
 Source = Literal["runtime", "gateway"]
 
 # Python's \s is str.isspace(): any Unicode white space, the same test .strip() uses.
@@ -186,7 +187,9 @@ class SlashContract:
     # -- user-facing texts ----------------------------------------------------------------
 
     def rejection(self, result: Classification) -> str | None:
-        """The standard text for input that must not run, else None."""
+        """The standard text for input that must not run, else None (``RUNS``)."""
+        if result.kind in RUNS:
+            return None
         if result.kind == "invalid":
             return self.catalog.invalid
         if result.kind in ("unsupported", "interactive_only"):

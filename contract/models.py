@@ -258,8 +258,7 @@ def command_names(nodes: Sequence[ComposerNode]) -> list[str | None]:
     """The names of the slash_command nodes of ``nodes``, in order: one call for a strict
     runtime's check of every input.
     """
-    plain = as_nodes(nodes)
-    return plain.command_names() if plain else []
+    return as_nodes(nodes).command_names()
 
 
 def _rows(models: Sequence[ComposerNode]) -> tuple[Row, ...]:

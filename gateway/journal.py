@@ -115,6 +115,11 @@ class Journal:
             log.warning("journal: entry %s stays %s in the store: %s", entry.id, entry.state, exc)
             return True
 
+    async def answered(self, entry: Entry, reply: Reply, fence: Lease | None = None) -> bool:
+        """``entry``'s turn made ``reply``: kept in the journal until it is delivered."""
+        entry.state, entry.reply = "answered", reply_record(reply)
+        return await self.mark(entry, fence)
+
     async def finish(self, entry: Entry) -> None:
         if entry.state == "done":
             return

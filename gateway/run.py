@@ -27,7 +27,7 @@ from .events import (
     StatusChanged,
 )
 from .inbound import Outcome, Reply, ReplySink
-from .journal import Held, Journal, reply_record
+from .journal import Held, Journal
 from .metrics import Metrics
 from .replies import answered, delta, end_reply, note
 from .runtimes.base import Runtime, Turn
@@ -107,8 +107,7 @@ class Runs:
                 started = self._start(conv, turn, sink, admitted.hooks, agent_name or name)
                 reply = started if isinstance(started, Reply) else await started
                 if entry is not None:
-                    entry.state, entry.reply = "answered", reply_record(reply)
-                    await journal.mark(entry, held.lease if held else None)
+                    await journal.answered(entry, reply, held.lease if held else None)
             mine = _free(conv)
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
             delivered = True
