@@ -104,7 +104,7 @@ class Intake:
             else:
                 admitted = policy is not None
                 # An open conversation's input goes straight on; another waits for its session.
-                conv = conversations.enter(message.key)
+                conv = conversations.enter(place.key)  # ``message.key``, made already
                 try:
                     why = None
                     if conv.session is None or not conv.inventory_known.is_set():
