@@ -125,7 +125,8 @@ class Access:
         return policy.refusal(await self.books.of(message.channel), message) is None
 
     def leave(self, message: InboundMessage) -> None:
-        self.limits.leave(f"{message.channel}:{message.user}")
+        if self.limits.active:  # else ``admit`` counted nothing in
+            self.limits.leave(f"{message.channel}:{message.user}")
 
     async def _pairing(self, message: InboundMessage, now: float) -> str | None:
         """A new code for a stranger, as the reply's text; None when none is given."""
