@@ -70,7 +70,16 @@ class RunState:
     acted: bool = False  # tools or a plan showed: a turn without text still did something
     stopping: bool = False  # a cancel was asked for: the stream's end means "cancelled"
     forced: bool = False  # the runtime ignored it: the task was cancelled after the grace
-    done: Flag = field(default_factory=Flag)
+    over: bool = False  # the turn ended (``run.py`` sets it, and ``ended`` once made)
+    ended: Flag | None = None  # made for the first who waits for the end: most turns, none
+
+    async def finished(self) -> None:
+        """Until the turn is over."""
+        if self.over:
+            return
+        if self.ended is None:
+            self.ended = Flag()
+        await self.ended.wait()
 
 
 class Conversation:

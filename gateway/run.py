@@ -304,7 +304,9 @@ def _free(conv: Conversation) -> asyncio.Future[None]:
 def _end(conv: Conversation, state: RunState, bound: logs.Token) -> None:
     """A turn is over: the conversation's run slot state, its waiters, its log context."""
     conv.run = None
-    state.done.set()
+    state.over = True
+    if state.ended is not None:  # a stop waits for it (``RunState.finished``)
+        state.ended.set()
     logs.reset(bound)
     if conv.turns is not None:
         conv.turns.seconds.observe(time.monotonic() - state.started)
