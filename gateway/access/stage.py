@@ -125,8 +125,10 @@ class Access:
         return policy.refusal(await self.books.of(message.channel), message) is None
 
     def leave(self, message: InboundMessage) -> None:
-        if self.limits.active:  # else ``admit`` counted nothing in
-            self.limits.leave(f"{message.channel}:{message.user}")
+        """An admitted input is done: its sender is counted out (callers skip the call
+        while ``limits.active`` is False: nobody was counted in).
+        """
+        self.limits.leave(f"{message.channel}:{message.user}")
 
     async def _pairing(self, message: InboundMessage, now: float) -> str | None:
         """A new code for a stranger, as the reply's text; None when none is given."""
