@@ -46,6 +46,7 @@ class Classification:
         "command",
         "for_other_bot",
         "kind",
+        "name",
         "source",
         "text",
         "typed",
@@ -66,6 +67,9 @@ class Classification:
         self.kind: Kind = kind
         self.command = command
         self.typed = typed
+        # The name a user-facing text should show: canonical if known, else as typed (read
+        # for every input that runs: an attribute, not a property).
+        self.name: str | None = command or typed
         self.args = args
         self.for_other_bot = for_other_bot
         self.source: Source | None = source
@@ -79,11 +83,6 @@ class Classification:
         if self._payload is None:
             self._payload = self._contract.build_payload(self.text, self._lead, self.command)
         return self._payload
-
-    @property
-    def name(self) -> str | None:
-        """The name a user-facing text should show: canonical if known, else as typed."""
-        return self.command or self.typed
 
     def as_typed(self) -> Classification:
         """This ``unsupported`` input as it runs when the runtime's command list is not known
