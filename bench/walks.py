@@ -7,7 +7,8 @@ slashgate in this process on the embedded runtime, the memory store and open acc
 bench/discord.py), and sends each channel's input three times in one conversation: two warm
 it up (the session opened, the caches filled), the third is traced with ``sys.setprofile``
 from before its request is sent until ``SETTLE`` seconds after its reply reached the fake
-platform (its last steps: the journal entry dropped, the log line).
+platform (its last steps: the journal entry dropped, the log line). The warm-up's own last
+steps are over (``SETTLE`` seconds) before the trace starts: they are not the traced input's.
 
 - Telegram: the webhook update ``/echo hi`` in a private chat, through to sendMessage;
 - Slack: the slash command ``/agent echo hi``, through to its reply;
@@ -202,6 +203,7 @@ async def walk(channel: str) -> Walk:
         session = await stack.enter_async_context(aiohttp.ClientSession())
         for n in range(1, WARM_UP + 1):
             await send(session, server.url, n)
+        await asyncio.sleep(SETTLE)  # the warm-up's last steps are not the traced input's
         traced = Walk()
         sys.setprofile(traced)
         try:

@@ -221,6 +221,7 @@ class LiveActivity(ABC):
         self._dirty = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._showing: asyncio.Future[None] | None = None
+        self._touched = False  # changed at least once: until then nothing is shown
 
     def update(self, event: RuntimeEvent) -> None:
         if self.activity.apply(event):
@@ -234,7 +235,8 @@ class LiveActivity(ABC):
         """The turn is over: the last change, without a status (or no message at all)."""
         await self.aclose()
         self.activity.finish()
-        await self._show(final=True)
+        if self._touched:  # else nothing was shown, and there is nothing to show (most turns)
+            await self._show(final=True)
 
     def cancel(self) -> None:
         """The input is over without a final reply: no more changes."""
@@ -252,6 +254,7 @@ class LiveActivity(ABC):
                 await self._showing
 
     def _changed(self) -> None:
+        self._touched = True
         self._dirty.set()
         if self._loop is None:
             self._loop = asyncio.create_task(self._run())

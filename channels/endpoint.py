@@ -10,7 +10,7 @@ Headers are a case-insensitive mapping, as a server hands them over (aiohttp's
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,21 @@ def media_type(headers: Mapping[str, str]) -> str:
 def response(answer: Answer) -> web.Response:
     """The core's answer as aiohttp sends it."""
     return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
+
+
+Core = Callable[[bytes, web.Request], Awaitable[Answer]]  # the body, and what else it reads
+
+
+def route(limit: int, core: Core) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The aiohttp route of ``core``: the body read within ``limit`` bytes, then the core
+    asked (it reads the headers, the query, of the request), its answer sent.
+    """
+
+    async def handle(request: web.Request) -> web.Response:
+        raw = await body_or_answer(request, limit)
+        return response(raw if isinstance(raw, Answer) else await core(raw, request))
+
+    return handle
 
 
 async def body_or_answer(request: web.Request, limit: int) -> bytes | Answer:

@@ -6,7 +6,8 @@ the final still goes.
 
 A sink says how to show typing once (``_keep_typing``) and how to stream (``_stream``, which
 waits on ``_dirty`` and shows ``_parts`` under the platform's pacing); the timers, the tasks
-and their ends are here.
+and their ends are here, and so are the sink hooks that start them (``accepted``, ``delta``),
+the same in every chat channel.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+
+from contract import Classification, ComposerInputMessage
+
+from .activity import LiveActivity
 
 log = logging.getLogger("slashgate.streaming")
 
@@ -31,6 +36,19 @@ class Streaming(ABC):
         self._previews: asyncio.Task[None] | None = None
         self._showing: asyncio.Future[None] | None = None  # a preview being sent
         self._started = asyncio.get_running_loop().time()
+        self._activity: LiveActivity | None = None  # the sink's, made with the first event
+
+    async def accepted(
+        self, classification: Classification, forwarded: ComposerInputMessage | None
+    ) -> None:
+        """The input runs: typing shows if its reply takes a while."""
+        self._type_soon()
+
+    async def delta(self, text: str) -> None:
+        """More text: a wait for permission is over, and the next preview shows it."""
+        if self._activity is not None:
+            self._activity.progress()
+        self._add(text)
 
     @abstractmethod
     async def _keep_typing(self) -> None:

@@ -1,7 +1,7 @@
 """The slash contract shared by every channel: pure functions and models, no I/O."""
 
 from .catalog import CATEGORIES, Catalog, Category, categorize
-from .classify import Classification, Kind, SlashContract
+from .classify import RUNS, Classification, Kind, SlashContract
 from .complete import Completion, CompletionItem, complete
 from .inventory import CommandRegistry
 from .models import (
@@ -28,6 +28,7 @@ from .validate import (
 
 __all__ = [
     "CATEGORIES",
+    "RUNS",
     "STRICT_NAME",
     "BranchNode",
     "Catalog",

@@ -11,6 +11,7 @@ from .models import Command, ComposerInputPayload, Nodes, built_payload
 from .utf16 import has_astral
 
 Kind = Literal["not_slash", "supported", "interactive_only", "unsupported", "invalid"]
+RUNS: frozenset[Kind] = frozenset(("supported", "not_slash"))  # the kinds with no rejection
 Source = Literal["runtime", "gateway"]
 
 # Python's \s is str.isspace(): any Unicode white space, the same test .strip() uses.
@@ -45,6 +46,7 @@ class Classification:
         "command",
         "for_other_bot",
         "kind",
+        "name",
         "source",
         "text",
         "typed",
@@ -65,6 +67,9 @@ class Classification:
         self.kind: Kind = kind
         self.command = command
         self.typed = typed
+        # The name a user-facing text should show: canonical if known, else as typed (read
+        # for every input that runs: an attribute, not a property).
+        self.name: str | None = command or typed
         self.args = args
         self.for_other_bot = for_other_bot
         self.source: Source | None = source
@@ -78,11 +83,6 @@ class Classification:
         if self._payload is None:
             self._payload = self._contract.build_payload(self.text, self._lead, self.command)
         return self._payload
-
-    @property
-    def name(self) -> str | None:
-        """The name a user-facing text should show: canonical if known, else as typed."""
-        return self.command or self.typed
 
     def as_typed(self) -> Classification:
         """This ``unsupported`` input as it runs when the runtime's command list is not known
@@ -186,7 +186,9 @@ class SlashContract:
     # -- user-facing texts ----------------------------------------------------------------
 
     def rejection(self, result: Classification) -> str | None:
-        """The standard text for input that must not run, else None."""
+        """The standard text for input that must not run, else None (``RUNS``)."""
+        if result.kind in RUNS:
+            return None
         if result.kind == "invalid":
             return self.catalog.invalid
         if result.kind in ("unsupported", "interactive_only"):

@@ -254,6 +254,13 @@ def as_nodes(nodes: Sequence[ComposerNode]) -> Nodes:
     return nodes if isinstance(nodes, Nodes) else Nodes(_rows(nodes))
 
 
+def command_names(nodes: Sequence[ComposerNode]) -> list[str | None]:
+    """The names of the slash_command nodes of ``nodes``, in order: one call for a strict
+    runtime's check of every input.
+    """
+    return as_nodes(nodes).command_names()
+
+
 def _rows(models: Sequence[ComposerNode]) -> tuple[Row, ...]:
     return tuple(
         (n.kind, n.start, n.end, n.raw, None if isinstance(n, TextNode) else _value(n))

@@ -7,7 +7,7 @@ from itertools import accumulate, compress, repeat
 from operator import eq, itemgetter, ne
 from typing import Any
 
-from .models import ComposerInputPayload, Nodes, Row, as_nodes
+from .models import ComposerInputPayload, Nodes, Row, as_nodes, command_names
 from .utf16 import has_astral, utf16_ends
 
 STRICT_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -89,15 +89,14 @@ def check_composer_input(payload: Any, *, strict_names: bool = True) -> Composer
 def strict_payload(payload: ComposerInputPayload) -> ComposerInputPayload:
     """Send as text every slash_command whose name a strict runtime would refuse."""
     nodes = payload.nodes
-    if not nodes:
+    if nodes is None:
         return payload
-    plain = as_nodes(nodes)
-    for name in plain.command_names():
+    for name in command_names(nodes):
         if not STRICT_NAME.fullmatch(name or ""):
             break
-    else:  # every name is strict (the usual case): the payload as it is
+    else:  # every name is strict (the usual case; no nodes too): the payload as it is
         return payload
-    rows = plain.rows
+    rows = as_nodes(nodes).rows
     merged: list[Row] = []
     run: list[str] = []  # raws of the text run being merged, joined once (linear)
     for row in rows:

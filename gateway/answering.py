@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
+from typing import Any
 
 from contract import Category
 
@@ -28,7 +29,7 @@ log = logging.getLogger("slashgate.core")
 STOPPED = "the gateway stopped before the reply was finished"
 
 Given = InboundMessage | Awaitable[InboundMessage]  # the input, or what makes it (its files)
-Next = Callable[[Given, ReplySink, Entry | None], Awaitable[Outcome]]
+Next = Callable[[Given, ReplySink, Entry | None], Coroutine[Any, Any, Outcome]]
 Stage = Callable[[InboundMessage, ReplySink, Entry | None, Place], Awaitable[Outcome]]
 
 
@@ -46,10 +47,9 @@ class Answering:
         self._contracts = contracts
         self._delivery = delivery
         self._intake = intake
-        chain: Next = self._arrive
-        for step in (self._answer_once, self._finish):  # innermost first
-            chain = partial(step, chain)
-        self._chain = chain
+        answered: Next = partial(self._answer_once, self._arrive)  # innermost first
+        self._chain = partial(self._finish, answered)
+        self._unjournaled = answered  # no entry: no journal's end to decide (the webhook)
 
     async def handle(
         self, message: Given, sink: ReplySink | None = None, entry: Entry | None = None
@@ -57,6 +57,8 @@ class Answering:
         """``message`` (or what makes it) through the gateway, its user told once how it
         ended; ``entry``, its journal entry (``accept``), finished once that was delivered.
         """
+        if entry is None:
+            return await self._unjournaled(message, sink or NO_SINK, None)
         return await self._chain(message, sink or NO_SINK, entry)
 
     async def _finish(
@@ -65,8 +67,7 @@ class Answering:
         """The journal's end. Answered: finished. Stopped on the way: finished when the
         sink says the user was told (``finished``), else the next start runs it again.
         """
-        if entry is None:
-            return await step(message, sink, entry)
+        assert entry is not None  # ``handle`` skips this step for an input without one
         try:
             outcome = await step(message, sink, entry)
         except BaseException:
@@ -119,7 +120,8 @@ class Answering:
         """
         if entry.place is not None and not entry.place.settled:
             self._arrivals.settle(entry.place)
-        await self._journal.finish(entry)
+        if entry.state != "done":  # answered: ``_finish`` journaled its end already
+            await self._journal.finish(entry)
 
     def _failure(self, category: Category, error: str) -> Reply:
         return self._contracts.failure(category, None, error)

@@ -7,15 +7,19 @@ before the sink's ``accepted``/``queued`` hooks are awaited.
 
 from __future__ import annotations
 
+import logging
+
 from .admitted import Admitted
 from .arrivals import Arrivals
 from .contracts import Contracts
-from .delivery import Delivery, safely
+from .delivery import RENDER_FAILED, Delivery, safely
 from .inbound import Outcome
 from .journal import Journal
 from .run import Runs
 from .settings import CoreSettings
 from .stopping import Stopper
+
+log = logging.getLogger("slashgate.core")
 
 
 class Busy:
@@ -50,7 +54,11 @@ class Busy:
         if conv.try_acquire():
             self._arrivals.settle(turn.place)
             if "accepted" in turn.hooks:
-                await safely(turn.sink.accepted(turn.result, turn.forwarded))
+                accepting = turn.sink.accepted(turn.result, turn.forwarded)
+                try:  # ``safely``, in place: most turns pass here
+                    await accepting
+                except Exception:
+                    log.exception(RENDER_FAILED)
         elif (
             slash
             or policy == "reject"

@@ -5,12 +5,15 @@ goes to the runtime for input that may, and the wording of failures.
 
 from __future__ import annotations
 
+import weakref
+from functools import lru_cache
 from typing import cast
 
 from contract import (
     Catalog,
     Category,
     Classification,
+    Command,
     ComposerInputMessage,
     SlashContract,
     strict_payload,
@@ -24,6 +27,8 @@ from .inventory import unalias
 from .menus import Menus
 from .runtimes.base import Runtime, SessionInfo
 from .settings import CoreSettings
+
+SHARED_CONTRACTS = 256  # distinct inventories whose contract all conversations share
 
 
 class Contracts:
@@ -40,10 +45,25 @@ class Contracts:
         return self.base.catalog
 
     def of(self, conv: Conversation, bot_username: str | None) -> SlashContract:
-        """The contract of ``conv``'s commands (the runtime's menu until its session lists
-        its own), with the gateway's.
+        """The contract of ``conv``'s commands and the host commands it offers (listed only
+        when the cached contract is out of date). Until its session reports commands, the
+        runtime's menu stands in, and nothing is cached.
         """
-        return conv.contract(self.base, bot_username, self._menus.inventory or ())
+        base, info = self.base, conv.info
+        commands = info.commands
+        if commands is None:
+            host = host_commands(info, unlisted=True)
+            known = self._menus.inventory or ()
+            return _shared_contract(known, base.interactive_only, host, bot_username, base.catalog)
+        cached = conv.contract_cache
+        contract = None if cached is None or cached[0] != bot_username else cached[1]()
+        if contract is None:
+            host = host_commands(info, unlisted=True)
+            contract = _shared_contract(
+                commands, base.interactive_only, host, bot_username, base.catalog
+            )
+            conv.contract_cache = (bot_username, weakref.ref(contract))
+        return contract
 
     def host(self, bot_username: str | None) -> SlashContract:
         """Gateway commands only: for input that cannot reach a runtime session."""
@@ -85,3 +105,24 @@ class Contracts:
     def failed(self, name: str | None, error: str) -> Reply:
         """The failure for an error message: its category is the contract's reading of it."""
         return self.failure(self.base.categorize(error), name, error)
+
+
+@lru_cache(maxsize=SHARED_CONTRACTS)
+def _shared_contract(
+    commands: tuple[Command, ...],
+    interactive_only: frozenset[str],
+    host: tuple[Command, ...],
+    bot_username: str | None,
+    catalog: Catalog,
+) -> SlashContract:
+    """One contract per distinct inventory: most conversations have the runtime's, and a
+    contract's indexes are bigger than the rest of an idle conversation. A conversation
+    keeps a weak reference to its own (issue 21: one with commands of its own keeps none).
+    """
+    return SlashContract(
+        commands=commands,
+        interactive_only=interactive_only,
+        host_commands=host,
+        bot_username=bot_username,
+        catalog=catalog,
+    )

@@ -9,12 +9,11 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 
-from contract import Catalog, Command, SlashContract
+from contract import Command, SlashContract
 
 from .events import SessionUpdated, UsageReported
-from .host import RESERVED, host_commands
+from .host import RESERVED
 from .inventory import hygienic
 from .metrics import TurnMetrics
 from .runtimes.base import Runtime, RuntimeSession, SessionInfo
@@ -22,7 +21,6 @@ from .runtimes.base import Runtime, RuntimeSession, SessionInfo
 log = logging.getLogger("slashgate.core")
 
 PERMISSION_WINDOW = 64  # pending permission requests remembered per conversation
-SHARED_CONTRACTS = 256  # distinct inventories whose contract all conversations share
 
 
 class Flag:
@@ -70,13 +68,21 @@ class RunState:
     acted: bool = False  # tools or a plan showed: a turn without text still did something
     stopping: bool = False  # a cancel was asked for: the stream's end means "cancelled"
     forced: bool = False  # the runtime ignored it: the task was cancelled after the grace
-    done: Flag = field(default_factory=Flag)
+    over: bool = False  # the turn ended (``run.py`` sets it, and ``ended`` once made)
+    ended: Flag | None = None  # made for the first who waits for the end: most turns, none
+
+    async def finished(self) -> None:
+        """Until the turn is over."""
+        if self.over:
+            return
+        if self.ended is None:
+            self.ended = Flag()
+        await self.ended.wait()
 
 
 class Conversation:
     # Slots: there is one per conversation the gateway remembers (``max_sessions``).
     __slots__ = (
-        "_contract",
         "_inventory_wait",
         "_on_inventory",
         "_on_open",
@@ -87,6 +93,7 @@ class Conversation:
         "_waiters",
         "after_cancel",
         "aliases",
+        "contract_cache",
         "delivering",
         "info",
         "inventory_due",
@@ -137,10 +144,9 @@ class Conversation:
         self._owned = False
         self._waiters: deque[asyncio.Future[None]] | None = None  # made when one waits
         # The contract of this conversation's inventory, for one bot username (a
-        # conversation key belongs to one channel, so to one bot). Weak: ``_shared_contract``
-        # holds the contracts, at most SHARED_CONTRACTS, so that each conversation with
-        # commands of its own does not keep a contract of its own (issue 21).
-        self._contract: tuple[str | None, weakref.ref[SlashContract]] | None = None
+        # conversation key belongs to one channel, so to one bot), made and kept by
+        # ``Contracts.of``; dropped here when the inventory changes. Weak: see there.
+        self.contract_cache: tuple[str | None, weakref.ref[SlashContract]] | None = None
 
     # -- runtime session ------------------------------------------------------------------
 
@@ -200,10 +206,10 @@ class Conversation:
         changed = self.info.apply(update)
         # Modes coming or going change the list too: /mode is offered only while there are.
         if changed or (self.info.commands is not None and bool(self.info.modes) != had_modes):
-            self._contract = None
+            self.contract_cache = None
             self._on_inventory(self.key, self.info.commands or ())
         elif update.modes is not None:
-            self._contract = None  # /mode is a host command only while there are modes
+            self.contract_cache = None  # /mode is a host command only while there are modes
         if self.info.commands is not None:
             self.inventory_known.set()
 
@@ -218,32 +224,11 @@ class Conversation:
         session, self.session = self.session, None
         self.info = SessionInfo()
         self.inventory_known = Flag()
-        self._contract = None
+        self.contract_cache = None
         self.permissions.clear()
         self.after_cancel = False  # a new session owes nothing to the old one's cancel
         if session is not None:
             await (session.reset() if forget else session.close())
-
-    def contract(
-        self, base: SlashContract, bot_username: str | None, known: tuple[Command, ...] = ()
-    ) -> SlashContract:
-        """The contract of this conversation's inventory and the host commands it offers
-        (listed only when the cached contract is out of date). Until its session reports
-        commands, the runtime's ``known`` ones (its menu) stand in, and nothing is cached.
-        """
-        commands = self.info.commands
-        if commands is None:
-            host = host_commands(self.info, unlisted=True)
-            return _shared_contract(known, base.interactive_only, host, bot_username, base.catalog)
-        cached = self._contract
-        contract = None if cached is None or cached[0] != bot_username else cached[1]()
-        if contract is None:
-            host = host_commands(self.info, unlisted=True)
-            contract = _shared_contract(
-                commands, base.interactive_only, host, bot_username, base.catalog
-            )
-            self._contract = (bot_username, weakref.ref(contract))
-        return contract
 
     # -- the run slot: one run at a time, FIFO ---------------------------------------------
 
@@ -256,7 +241,7 @@ class Conversation:
         return len(self._waiters) if self._waiters else 0
 
     def try_acquire(self) -> bool:
-        if self.busy:
+        if self._owned or self._waiters:  # ``busy``, without its call: every turn asks
             return False
         self._owned = True
         return True
@@ -307,23 +292,3 @@ class Conversation:
         self.permissions[request_id] = options
         while len(self.permissions) > PERMISSION_WINDOW:
             del self.permissions[next(iter(self.permissions))]
-
-
-@lru_cache(maxsize=SHARED_CONTRACTS)
-def _shared_contract(
-    commands: tuple[Command, ...],
-    interactive_only: frozenset[str],
-    host: tuple[Command, ...],
-    bot_username: str | None,
-    catalog: Catalog,
-) -> SlashContract:
-    """One contract per distinct inventory: most conversations have the runtime's, and a
-    contract's indexes are bigger than the rest of an idle conversation.
-    """
-    return SlashContract(
-        commands=commands,
-        interactive_only=interactive_only,
-        host_commands=host,
-        bot_username=bot_username,
-        catalog=catalog,
-    )

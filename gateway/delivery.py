@@ -21,7 +21,7 @@ log = logging.getLogger("slashgate.core")
 _HOOKS = ("accepted", "delta", "queued", "event", "final", "completed")
 STREAMING = frozenset(("delta", "event"))  # hooks called while a turn runs
 NO_SINK = ReplySink()
-_RENDER_FAILED = "channel failed to render"
+RENDER_FAILED = "channel failed to render"
 # By sink class, looked up once per input (``hooks``): a channel has a handful of classes.
 _HOOKS_OF: dict[type, frozenset[str]] = {}
 _HOOKS_KEPT = 64
@@ -42,7 +42,7 @@ async def safely(step: Awaitable[None]) -> None:
     try:
         await step
     except Exception:
-        log.exception(_RENDER_FAILED)
+        log.exception(RENDER_FAILED)
 
 
 class Behind(ReplySink):
@@ -129,12 +129,12 @@ class Delivery:
             if "final" in kept:
                 await sink.final(reply)
         except Exception:
-            log.exception(_RENDER_FAILED)
+            log.exception(RENDER_FAILED)
         try:
             if "completed" in kept:
                 await sink.completed(outcome)
         except Exception:
-            log.exception(_RENDER_FAILED)
+            log.exception(RENDER_FAILED)
         return outcome
 
     @staticmethod

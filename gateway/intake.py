@@ -102,9 +102,10 @@ class Intake:
             ):
                 outcome = await self._refused(message, sink, refusal)
             else:
-                admitted = policy is not None
+                # Counted in by the limits (``admit``), when there are any: counted out below.
+                admitted = policy is not None and self._access.limits.active
                 # An open conversation's input goes straight on; another waits for its session.
-                conv = conversations.enter(message.key)
+                conv = conversations.enter(place.key)  # ``message.key``, made already
                 try:
                     why = None
                     if conv.session is None or not conv.inventory_known.is_set():

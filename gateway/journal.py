@@ -70,15 +70,12 @@ class Journal:
         self, store: StateStore, replica: str, dedupe_ttl: float, lease_ttl: float
     ) -> None:
         self.store = store
+        self.shared = store.shared  # read on every turn: an attribute, not a property
         self.replica = replica
         self.dedupe_ttl = dedupe_ttl
         self.lease_ttl = lease_ttl
         self._alive: Lease | None = None
         self.started = time.time()
-
-    @property
-    def shared(self) -> bool:
-        return self.store.shared
 
     # -- entries ---------------------------------------------------------------------------
 
@@ -117,6 +114,11 @@ class Journal:
         except StoreUnavailable as exc:
             log.warning("journal: entry %s stays %s in the store: %s", entry.id, entry.state, exc)
             return True
+
+    async def answered(self, entry: Entry, reply: Reply, fence: Lease | None = None) -> bool:
+        """``entry``'s turn made ``reply``: kept in the journal until it is delivered."""
+        entry.state, entry.reply = "answered", reply_record(reply)
+        return await self.mark(entry, fence)
 
     async def finish(self, entry: Entry) -> None:
         if entry.state == "done":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import json.decoder
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import (  # type: ignore[attr-defined]
     c_make_encoder,
     encode_basestring,
@@ -26,20 +26,33 @@ Separators = tuple[str, str]
 DEFAULT: Separators = (", ", ": ")  # json.dumps' own
 
 
+Chunks = Callable[[Any, int], Iterable[str]]  # ``chunks(value, 0)``: a JSON text in pieces
+
+
 @functools.cache
-def encoder(ensure_ascii: bool = True, separators: Separators = DEFAULT) -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=..., separators=...)`` without its check for cycles
-    (none in the values built here), made once: ``JSONEncoder.encode`` makes its C encoder
-    again on every call, a good part of a small answer's cost.
+def chunker(ensure_ascii: bool = True, separators: Separators = DEFAULT) -> Chunks:
+    """``json.dumps(value, ensure_ascii=..., separators=...)`` in pieces, ``"".join`` of them
+    the text, without its check for cycles (none in the values built here), made once:
+    ``JSONEncoder.encode`` makes its C encoder again on every call, a good part of a small
+    answer's cost. A hot caller joins the pieces itself (no call of this module's per value).
     """
     python = json.JSONEncoder(
         ensure_ascii=ensure_ascii, check_circular=False, separators=separators
     )
     if c_make_encoder is None:  # not CPython: json's own
-        return python.encode
+        return lambda value, _level: python.iterencode(value)
     strings = encode_basestring_ascii if ensure_ascii else encode_basestring
     item, key = separators
-    make = c_make_encoder(None, python.default, strings, None, key, item, False, False, True)
+    make: Chunks = c_make_encoder(
+        None, python.default, strings, None, key, item, False, False, True
+    )
+    return make
+
+
+@functools.cache
+def encoder(ensure_ascii: bool = True, separators: Separators = DEFAULT) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=..., separators=...)``, from ``chunker``."""
+    make = chunker(ensure_ascii, separators)
     return lambda value: "".join(make(value, 0))
 
 
@@ -89,17 +102,6 @@ def _pieces(value: Any, encode: Callable[[Any], str], separators: Separators) ->
         yield '"'
     else:
         yield encode(value)
-
-
-def text_size(value: Any) -> int:
-    """Characters of the strings in ``value`` (a JSON value): what makes one big."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(map(text_size, value.values()))
-    if isinstance(value, list | tuple):
-        return sum(map(text_size, value))
-    return 0
 
 
 _reader: Any = json.decoder  # its Python reader (JSONObject, JSONArray): not in its stubs

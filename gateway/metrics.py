@@ -293,9 +293,10 @@ class Metrics:
             category = key[2] or "ok"
             replies = None if reply is None else self._labelled(self.replies, channel, category)
             children = self._handled[key] = (inputs, replies)
-        children[0].inc()
+        # ``inc()`` of each, in place: every input passes here.
+        children[0].value += 1
         if children[1] is not None:
-            children[1].inc()
+            children[1].value += 1
 
     def turns(self, channel: str, runtime: str) -> TurnMetrics:
         """The turn histograms of conversations on ``channel`` served by ``runtime``."""

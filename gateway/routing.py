@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from contract import Classification
+from contract import RUNS, Classification
 
 from .admitted import Admitted
 from .arrivals import Arrivals, Place
@@ -69,7 +69,8 @@ class Router:
         if result.for_other_bot:
             return self._delivery.drop(result)
 
-        rejection = contracts.rejection(result)
+        # Most inputs may run: their kind says so without asking the contract for a text.
+        rejection = None if result.kind in RUNS else contracts.rejection(result)
         unlisted = result.kind == "unsupported" and conv.info.commands is None
         if rejection is not None and result.kind == "unsupported":
             if unlisted:

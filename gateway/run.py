@@ -15,7 +15,7 @@ from . import logs
 from .admitted import Admitted
 from .contracts import Contracts
 from .conversation import Conversation, RunState
-from .delivery import STREAMING, Behind, Delivery, safely
+from .delivery import RENDER_FAILED, STREAMING, Behind, Delivery, safely
 from .events import (
     Answered,
     ErrorEvent,
@@ -27,7 +27,7 @@ from .events import (
     StatusChanged,
 )
 from .inbound import Outcome, Reply, ReplySink
-from .journal import Held, Journal, reply_record
+from .journal import Held, Journal
 from .metrics import Metrics
 from .replies import answered, delta, end_reply, note
 from .runtimes.base import Runtime, Turn
@@ -107,8 +107,7 @@ class Runs:
                 started = self._start(conv, turn, sink, admitted.hooks, agent_name or name)
                 reply = started if isinstance(started, Reply) else await started
                 if entry is not None:
-                    entry.state, entry.reply = "answered", reply_record(reply)
-                    await journal.mark(entry, held.lease if held else None)
+                    await journal.answered(entry, reply, held.lease if held else None)
             mine = _free(conv)
             outcome = await self._delivery.finish(sink, result, forwarded, reply)
             delivered = True
@@ -216,38 +215,59 @@ class Runs:
         hooks: frozenset[str],
     ) -> Reply:
         assert conv.session is not None
-        name = state.command
         try:
             if events is None:
                 events = conv.session.run(turn)
-            try:
-                async for event in events:
-                    if isinstance(event, MessageDelta):
-                        delta(conv, state, event)
-                        if "delta" in hooks:
-                            await safely(sink.delta(event.text))
-                    elif isinstance(event, MessageEnd):
-                        return end_reply(conv, state, event.stop_reason)
-                    elif isinstance(event, ErrorEvent):
-                        return self._contracts.failure(event.category, name, event.message)
-                    elif isinstance(event, SessionUpdated):
-                        conv.apply(event)
-                    else:
-                        await self._show(conv, state, sink, event, hooks)
-            finally:
-                # Closed now, not whenever it is collected: its clean-up (cancelling its own
-                # work) must not run into the next turn.
-                aclose = getattr(events, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            if type(events) is Answered:  # at hand: its list, not its async iterator
+                for event in events.events:
+                    if (reply := await self._take(conv, state, sink, event, hooks)) is not None:
+                        return reply
+            else:
+                try:
+                    async for event in events:
+                        if (reply := await self._take(conv, state, sink, event, hooks)) is not None:
+                            return reply
+                finally:
+                    # Closed now, not whenever it is collected: its clean-up (cancelling its
+                    # own work) must not run into the next turn.
+                    aclose = getattr(events, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
         except asyncio.CancelledError:
             if not state.forced:
                 raise  # the deadline, or shutdown
             asyncio.current_task().uncancel()  # type: ignore[union-attr]
             return end_reply(conv, state, "cancelled")
         except Exception as exc:  # a runtime failure is one user-facing message, never a crash
-            return self._crashed(conv, name, exc)
+            return self._crashed(conv, state.command, exc)
         return end_reply(conv, state, "cancelled" if state.stopping else "end_turn")
+
+    async def _take(
+        self,
+        conv: Conversation,
+        state: RunState,
+        sink: ReplySink,
+        event: RuntimeEvent,
+        hooks: frozenset[str],
+    ) -> Reply | None:
+        """One event of the turn: its reply when the event ends it, else None."""
+        if isinstance(event, MessageDelta):
+            delta(conv, state, event)
+            if "delta" in hooks:
+                showing = sink.delta(event.text)
+                try:  # ``safely``, in place: most turns pass here
+                    await showing
+                except Exception:
+                    log.exception(RENDER_FAILED)
+        elif isinstance(event, MessageEnd):
+            return end_reply(conv, state, event.stop_reason)
+        elif isinstance(event, ErrorEvent):
+            return self._contracts.failure(event.category, state.command, event.message)
+        elif isinstance(event, SessionUpdated):
+            conv.apply(event)
+        else:
+            await self._show(conv, state, sink, event, hooks)
+        return None
 
     async def _show(
         self,
@@ -284,7 +304,9 @@ def _free(conv: Conversation) -> asyncio.Future[None]:
 def _end(conv: Conversation, state: RunState, bound: logs.Token) -> None:
     """A turn is over: the conversation's run slot state, its waiters, its log context."""
     conv.run = None
-    state.done.set()
+    state.over = True
+    if state.ended is not None:  # a stop waits for it (``RunState.finished``)
+        state.ended.set()
     logs.reset(bound)
     if conv.turns is not None:
         conv.turns.seconds.observe(time.monotonic() - state.started)

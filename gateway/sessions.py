@@ -101,7 +101,8 @@ class Conversations(Mapping[str, Conversation]):
         else:
             self._all.move_to_end(key)
         conv.users += 1
-        self._evict()
+        if len(self._all) > self._settings.max_sessions:  # ``_evict``'s test, without its call
+            self._evict()
         return conv
 
     async def use(self, key: str, message: InboundMessage | None = None) -> Conversation:

@@ -37,7 +37,7 @@ class Stopper:
             try:
                 async with asyncio.timeout(grace):
                     await self.cancel_runtime(conv)
-                    await state.done.wait()
+                    await state.finished()
                 return
             except TimeoutError:
                 pass
@@ -45,7 +45,7 @@ class Stopper:
         if state.task is not None:
             state.task.cancel()
         try:
-            await asyncio.wait_for(state.done.wait(), grace)
+            await asyncio.wait_for(state.finished(), grace)
         except TimeoutError:
             log.error("the turn in %s does not stop; leaving it behind", conv.key)
 

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import hikari
-from aiohttp import web
 from hikari.api import EntityFactory
 from hikari.api.special_endpoints import InteractionResponseBuilder
 
-from channels.endpoint import Answer, body_or_answer, error_answer, json_answer, response
+from channels.endpoint import Answer, error_answer, json_answer, route
 from gateway.api import StoreUnavailable
 from gateway.body import BodyError, parse_json
 
@@ -57,14 +56,7 @@ class InteractionsEndpoint:
         self._inputs = inputs
         self._permissions = permissions
         self._completer = completer
-        self._max_body = max_body
-
-    async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp route: the body read within its limit, then ``answer``."""
-        raw = await body_or_answer(request, self._max_body)
-        if isinstance(raw, Answer):
-            return response(raw)
-        return response(await self.answer(raw, request.headers))
+        self.handle = route(max_body, lambda raw, request: self.answer(raw, request.headers))
 
     async def answer(self, raw: bytes, headers: Mapping[str, str]) -> Answer:
         """An interaction as Discord sends it (the body as sent, its signature headers)."""

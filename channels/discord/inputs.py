@@ -161,8 +161,15 @@ class DiscordInputs:
 
     async def message(self, said: Input) -> InboundMessage:
         """The input as a message, its files fetched (AttachmentError when they cannot be)
-        where its sender may talk. A gateway command takes no files: they are named (the
-        reply says they were not sent), never downloaded.
+        where its sender may talk.
+        """
+        given = self.given(said)
+        return given if isinstance(given, InboundMessage) else await given
+
+    def given(self, said: Input) -> InboundMessage | Coroutine[Any, Any, InboundMessage]:
+        """What ``gateway.handle`` takes: the message; with files, what fetches them (the
+        gateway answers once whatever fails, the fetch included). Without files, nothing
+        calls back into the channel.
         """
         message = InboundMessage(
             channel=self.name,
@@ -174,8 +181,13 @@ class DiscordInputs:
             direct=said.guild is None,
             groups=(said.conversation, said.guild) if said.guild else (said.conversation,),
         )
-        if not said.files:
-            return message
+        return self._with_files(message, said) if said.files else message
+
+    async def _with_files(self, message: InboundMessage, said: Input) -> InboundMessage:
+        """``message`` with ``said``'s files fetched where its sender may talk. A gateway
+        command takes no files: they are named (the reply says they were not sent), never
+        downloaded.
+        """
         if gateway_command(said.text):
             named = tuple(Attachment(f.name, f.media_type, url=f.url) for f in said.files)
             return replace(message, attachments=named)
@@ -195,7 +207,7 @@ class DiscordInputs:
 
     async def _handle(self, invocation: Invocation, entry: Entry) -> None:
         sink = self._sink(invocation)
-        try:  # the gateway answers once whatever fails, its files' fetch included
-            await self.gateway.handle(self.message(invocation), sink, entry)
+        try:
+            await self.gateway.handle(self.given(invocation), sink, entry)
         finally:
             await sink.aclose()

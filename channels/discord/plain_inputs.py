@@ -69,7 +69,7 @@ class PlainInputs:
     async def _handle(self, said: Said, entry: Entry) -> None:
         sink = self._sink(said)
         try:  # the gateway answers once whatever fails, its files' fetch included
-            await self.gateway.handle(self.inputs.message(said), sink, entry)
+            await self.gateway.handle(self.inputs.given(said), sink, entry)
         finally:
             await sink.aclose()
 

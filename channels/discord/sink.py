@@ -45,6 +45,7 @@ class DiscordSink(ReplySink):
         self._shown: str | None = None  # what the original response shows of the reply
         self._dirty = asyncio.Event()
         self._stream: asyncio.Task[None] | None = None
+        self._stream_soon: asyncio.TimerHandle | None = None  # the first preview's timer
         self._editing: asyncio.Future[None] | None = None  # a preview's edit, once it went
 
     async def accepted(
@@ -56,8 +57,13 @@ class DiscordSink(ReplySink):
         self.activity.progress()
         self._text += text
         self._dirty.set()
-        if self._stream is None:
-            self._stream = asyncio.create_task(self._streaming())
+        if self._stream_soon is None:  # the first preview after one interval: an instant
+            # reply makes no task (its final edit is the one call)
+            loop = asyncio.get_running_loop()
+            self._stream_soon = loop.call_later(self.interval, self._start_streaming)
+
+    def _start_streaming(self) -> None:
+        self._stream = asyncio.create_task(self._streaming())
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):
@@ -100,6 +106,9 @@ class DiscordSink(ReplySink):
         """No more previews; one that went out lands first (else the final reply, not knowing
         what it shows, would edit again).
         """
+        if self._stream_soon is not None:
+            self._stream_soon.cancel()
+            self._stream_soon = None
         if self._stream is not None:
             self._stream.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -110,16 +119,16 @@ class DiscordSink(ReplySink):
             self._editing = None
 
     async def _streaming(self) -> None:
-        """After one interval, show the text so far; again at most once an interval while
-        more comes. An instant reply so costs one edit, the final one.
+        """Started one interval after the first text: show the text so far; again at most
+        once an interval while more comes. An instant reply so costs one edit, the final one.
         """
         while True:
-            await asyncio.sleep(self.interval)
             await self._dirty.wait()
             self._dirty.clear()
             text = preview(self._text)
             self._editing = asyncio.ensure_future(self._edit(text))
             await asyncio.shield(self._editing)
+            await asyncio.sleep(self.interval)
 
     async def _edit(self, text: str) -> None:
         if await self.messages.edit(text):

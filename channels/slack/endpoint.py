@@ -18,12 +18,11 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_plus
 
-from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
-from channels.endpoint import Answer, body_or_answer, error_answer, media_type, response
+from channels.endpoint import Answer, error_answer, media_type, route
 from gateway.body import BodyError, header_bytes, parse_json
 
 from .inputs import UNAVAILABLE, SlackInputs, refusal
@@ -77,15 +76,10 @@ class EventsEndpoint:
         self._app = app
         self._inputs = inputs
         self._signing = hmac.new(signing_secret.encode(), digestmod=hashlib.sha256)  # copied
-        self._max_body = max_body
         self._authorized = authorized
-
-    async def handle(self, request: web.Request) -> web.Response:
-        """The aiohttp route: the body read within its limit, then ``answer``."""
-        raw = await body_or_answer(request, self._max_body)
-        if isinstance(raw, Answer):
-            return response(raw)
-        return response(await self.answer(raw, request.headers, request.query_string))
+        self.handle = route(
+            max_body, lambda raw, request: self.answer(raw, request.headers, request.query_string)
+        )  # the aiohttp route
 
     async def answer(self, raw: bytes, headers: Mapping[str, str], query: str = "") -> Answer:
         """Events API, slash commands and interactivity: verified here, dispatched by bolt."""

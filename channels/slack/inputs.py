@@ -16,7 +16,7 @@ from gateway.api import Entry, GatewayAPI, InboundMessage, ReplySink, StoreUnava
 from gateway.attachments import AttachmentError
 from gateway.tasks import BackgroundTasks
 
-from .files import SlackFiles
+from .files import SlackFile, SlackFiles
 from .manners import umbrella_usage
 from .outbox import Outbox
 from .permissions import answer_permission
@@ -127,9 +127,10 @@ class SlackInputs:
         assert received is not None  # ``on_command`` journals only commands it can run
         await self._handle(received, entry)
 
-    async def _message(self, received: Received) -> InboundMessage:
-        """The message, its files fetched (AttachmentError when they cannot be) where its
-        sender may talk.
+    def _given(self, received: Received) -> InboundMessage | Coroutine[Any, Any, InboundMessage]:
+        """What ``gateway.handle`` takes: the message; with files, what fetches them (the
+        gateway answers once whatever fails, the fetch included). Without files, nothing
+        calls back into the channel.
         """
         target, text, message_id, files = received
         message = InboundMessage(
@@ -143,7 +144,22 @@ class SlackInputs:
             direct=target.channel.startswith("D"),
             groups=(target.channel, target.team) if target.team else (target.channel,),
         )
-        if files and await self.gateway.access.lets_talk(message):
+        return self._with_files(message, files) if files else message
+
+    async def _message(self, received: Received) -> InboundMessage:
+        """The message, its files fetched (AttachmentError when they cannot be) where its
+        sender may talk.
+        """
+        given = self._given(received)
+        return given if isinstance(given, InboundMessage) else await given
+
+    async def _with_files(
+        self, message: InboundMessage, files: tuple[SlackFile, ...]
+    ) -> InboundMessage:
+        """``message`` with its files fetched (AttachmentError when they cannot be) where its
+        sender may talk.
+        """
+        if await self.gateway.access.lets_talk(message):
             assert self.outbox.session is not None  # made at start
             attachments = await self.files.fetch(self.outbox.session, files)
             message = replace(message, attachments=attachments)
@@ -154,8 +170,8 @@ class SlackInputs:
 
     async def _handle(self, received: Received, entry: Entry) -> None:
         sink = self._sink(received[0])
-        try:  # the gateway answers once whatever fails, its files' fetch included
-            await self.gateway.handle(self._message(received), sink, entry)
+        try:
+            await self.gateway.handle(self._given(received), sink, entry)
         finally:
             await sink.aclose()
 

@@ -28,12 +28,9 @@ class Messages:
         self.target = target
         self._lead = invocation_line(target)
         self._lead_ts: str | None = None  # the message that starts with it
-        self._via_response_url = False  # the bot may not post in this channel
-
-    @property
-    def via_response_url(self) -> bool:
-        """The bot may not post here: messages go through the command's response_url."""
-        return self._via_response_url
+        # The bot may not post here: messages go through the command's response_url. Set
+        # here only (an attribute: the stream reads it for every piece of text).
+        self.via_response_url = False
 
     async def react(self, method: str) -> bool:
         """Add or remove the "queued" reaction on the user's message; True when it went."""
@@ -86,7 +83,7 @@ class Messages:
         post, a slash command's response_url takes the message instead, except previews: it
         takes only five.
         """
-        if not self._via_response_url:
+        if not self.via_response_url:
             client = self.outbox.previews if preview else self.outbox.client
             led, led_blocks = self._with_lead(None, text, blocks) if lead else (text, blocks)
             try:
@@ -102,7 +99,7 @@ class Messages:
                 if error not in _CANNOT_POST or not self.target.response_url:
                     self._failed(f"chat.postMessage: {error}", preview)
                     return None
-                self._via_response_url = True
+                self.via_response_url = True
         if preview:
             return None
         assert self.target.response_url is not None

@@ -60,7 +60,7 @@ class ReplyStream:
         call's turn under the rate limits: a preview that has not gone out never will), let
         a call that went out finish.
         """
-        self._closing = True
+        self._stop_starting()
         task = self._flusher
         if task is not None and not task.done():
             if self._waiting or (self._queued is not None and self._queued.waiting):
@@ -69,7 +69,7 @@ class ReplyStream:
 
     def close(self) -> None:
         """The input is over (even if it ended without a final reply): stop streaming."""
-        self._closing = True
+        self._stop_starting()
         if self._flusher is not None and not self._flusher.done():
             self._flusher.cancel()
 
@@ -98,6 +98,15 @@ class ReplyStream:
             log.warning("closing the stream in %s failed: %s", self.target.channel, error_code(exc))
             return False
         return complete
+
+    def _stop_starting(self) -> None:
+        """No flusher starts from now on: one due on the next loop pass is not called (it
+        would do nothing now).
+        """
+        self._closing = True
+        if self._starting is not None:
+            self._starting.cancel()
+            self._starting = None
 
     def _start_flushing(self) -> None:
         self._starting = None

@@ -53,8 +53,13 @@ NOT_REPEATABLE = {"chat.appendStream"}  # sent twice, the text shows twice
 FAILURES = (SlackApiError, ClientConnectionError, ClientPayloadError, asyncio.TimeoutError)
 
 
-class _Waiting(AsyncRetryHandler):
-    """A handler that, once it said a call may be tried again, waits ``wait(...)`` seconds."""
+class Waiting(AsyncRetryHandler):
+    """A handler that, once it said a call may be tried again, waits ``wait(...)`` seconds;
+    the retry is counted first when the channel's metering set ``counted``
+    (``metering.count_retries``).
+    """
+
+    counted: Callable[[HttpRequest, HttpResponse | None], None] | None = None
 
     def wait(self, state: RetryState, response: HttpResponse | None) -> float:
         raise NotImplementedError
@@ -67,6 +72,8 @@ class _Waiting(AsyncRetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> None:
+        if self.counted is not None:
+            self.counted(request, response)
         state.next_attempt_requested = True
         await self.pause(self.wait(state, response))
         state.increment_current_attempt()
@@ -75,7 +82,7 @@ class _Waiting(AsyncRetryHandler):
         await asyncio.sleep(seconds)
 
 
-class RetryAfterHandler(_Waiting, AsyncRateLimitErrorRetryHandler):
+class RetryAfterHandler(Waiting, AsyncRateLimitErrorRetryHandler):
     """Waits exactly the ``Retry-After`` Slack asks for (the built-in adds up to a second);
     a paced call's whole channel waits with it (``SlackPacing.flooded``).
     """
@@ -104,7 +111,7 @@ def retry_after(headers: dict[str, Any]) -> float:
     return 1.0
 
 
-class TransientErrorHandler(_Waiting):
+class TransientErrorHandler(Waiting):
     """Tries a call again after a transient failure (see the module's docstring), within
     the bounds of ``policy``; each retry is logged at INFO.
     """

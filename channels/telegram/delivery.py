@@ -181,19 +181,20 @@ class Target:
     thread_id: int | None = None
     reply_to: int | None = None  # answered message, quoted in groups
     private: bool = False
+    # The core's conversation id: the chat, plus the topic in forum supergroups. Made with
+    # the target: the intake and the updates each read it.
+    conversation: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        chat = str(self.chat_id)
+        conversation = chat if self.thread_id is None else f"{chat}:{self.thread_id}"
+        object.__setattr__(self, "conversation", conversation)  # frozen: set once, here
 
     @classmethod
     def of(cls, message: Message) -> Target:
         """Where the reply to ``message`` goes."""
         thread = message.message_thread_id if message.is_topic_message else None
         return cls(message.chat.id, thread, message.message_id, message.chat.type == "private")
-
-    @property
-    def conversation(self) -> str:
-        """The core's conversation id: the chat, plus the topic in forum supergroups."""
-        if self.thread_id is None:
-            return str(self.chat_id)
-        return f"{self.chat_id}:{self.thread_id}"
 
 
 def entities_refused(exc: TelegramBadRequest) -> bool:

@@ -26,7 +26,6 @@ from aiogram.exceptions import (
 
 from channels.activity import reply_text
 from channels.streaming import Streaming
-from contract import Classification, ComposerInputMessage
 from gateway.api import PermissionRequired, Reply, ReplySink, RuntimeEvent
 
 from .activity import ActivityMessage
@@ -62,18 +61,8 @@ class TelegramSink(Streaming, ReplySink):
         self._activity: ActivityMessage | None = None  # made with the first agent event
         self._queued = False  # the input shows the "queued" reaction
 
-    async def accepted(
-        self, classification: Classification, forwarded: ComposerInputMessage | None
-    ) -> None:
-        self._type_soon()
-
     async def queued(self, ahead: int) -> None:
         self._queued = await queued_reaction(self.bot, self.target, True)
-
-    async def delta(self, text: str) -> None:
-        if self._activity is not None:
-            self._activity.progress()
-        self._add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, PermissionRequired):

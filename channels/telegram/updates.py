@@ -73,15 +73,20 @@ class Updates:
             if inbound.direct:  # an owner's private chat offers every command
                 owner = await self.gateway.access.is_owner(self.channel, inbound.user)
                 self.menus.sender(message.chat.id, owner)
-            if files and await self.gateway.access.lets_talk(inbound):  # not a stranger's
-                try:
-                    inbound = replace(inbound, attachments=await self.files.fetch(files))
-                except AttachmentError as exc:  # one reply; nothing goes to the runtime
-                    await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
-                    return
-            await self.gateway.handle(inbound, sink, entry)
+            # With files, what fetches them: the gateway answers once whatever fails (a file
+            # it cannot take is one "invalid" reply, and nothing goes to the runtime).
+            given = self._with_files(inbound, files) if files else inbound
+            await self.gateway.handle(given, sink, entry)
         finally:  # also when cancelled at shutdown, or the core failed before its final
             await sink.aclose()
+
+    async def _with_files(self, inbound: InboundMessage, files: list[FileRef]) -> InboundMessage:
+        """``inbound`` with its files' bytes where its sender may talk (a stranger's are not
+        fetched); AttachmentError when they cannot be had.
+        """
+        if not await self.gateway.access.lets_talk(inbound):
+            return inbound
+        return replace(inbound, attachments=await self.files.fetch(files))
 
     def _received(
         self, message: Message, files: list[FileRef]

@@ -206,9 +206,8 @@ def reply_body(reply: Reply | None) -> dict[str, Any] | None:
         "category": reply.category,
         "stop_reason": reply.stop_reason,
     }
-    usage = usage_body(reply.usage)
-    if usage is not None:
-        body["usage"] = usage
+    if reply.usage is not None:
+        body["usage"] = usage_body(reply.usage)
     return body
 
 

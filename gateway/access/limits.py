@@ -55,10 +55,8 @@ class SenderLimits:
         self.size = size
         self.shared = shared
         self._senders: OrderedDict[str, _Sender] = OrderedDict()
-
-    @property
-    def active(self) -> bool:
-        return self.rate > 0 or self.max_inside > 0
+        # Read per input: without limits no sender is counted, in or out.
+        self.active = self.rate > 0 or self.max_inside > 0
 
     async def take(self, sender: str, now: float | None = None) -> Over | None:
         """Count an input of ``sender`` in (None), or say it is over the limit. An input

@@ -119,8 +119,3 @@ class Policy:
             or (shared and name in SHARED_OWNER_ONLY)
             or any(fnmatchcase(name, pattern) for pattern in self.owner_commands)
         )
-
-    def may_run(self, book: Book, message: InboundMessage, command: str) -> bool:
-        """Whether ``message``'s sender may run ``command`` (its canonical name) here."""
-        restricted = self.owner_only(command, not message.direct)
-        return not restricted or self.is_owner(book, message.user)

@@ -125,6 +125,9 @@ class Access:
         return policy.refusal(await self.books.of(message.channel), message) is None
 
     def leave(self, message: InboundMessage) -> None:
+        """An admitted input is done: its sender is counted out (callers skip the call
+        while ``limits.active`` is False: nobody was counted in).
+        """
         self.limits.leave(f"{message.channel}:{message.user}")
 
     async def _pairing(self, message: InboundMessage, now: float) -> str | None:
@@ -189,8 +192,10 @@ class Access:
     def may_run(self, message: InboundMessage, command: str) -> bool:
         """Whether the sender may run ``command`` here (owner-only commands)."""
         policy = self.policies.get(message.channel, _TOKEN_BASED)
+        if not policy.owner_only(command, not message.direct):
+            return True  # anyone's command (the usual case): no book to read
         book = self.books.cached(message.channel) if policy.chat else EMPTY
-        return policy.may_run(book, message, command)
+        return policy.is_owner(book, message.user)
 
     def offered(self, message: InboundMessage, commands: Iterable[Command]) -> tuple[Command, ...]:
         """``commands`` less those the sender may not run (what /help lists to them)."""

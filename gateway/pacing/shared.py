@@ -28,8 +28,7 @@ from gateway.state import StoreUnavailable
 from gateway.state.redis import Scripts, redis_of
 from gateway.state.resp import sha1
 
-from .bucket import reserve_of, sleep_unless
-from .pacer import LocalBudget, Rate
+from .pacer import LocalBudget, Rate, reserve_of, sleep_unless
 
 log = logging.getLogger("slashgate.pacing")
 REDIS_TIMEOUT = 2.0  # seconds one reservation may take before this replica paces alone

@@ -101,7 +101,7 @@ class MemoryStore(StateStore):
         self._seq += 1
         entry.seq = self._seq
         self._journal[entry.id] = entry.encode()
-        return Entry.decode(self._journal[entry.id])
+        return entry  # as written, as SQLite and Redis give it: not decoded back
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
         if fence is not None and not self._current(fence):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from contract import Command, CommandArgument
+from gateway.api import InboundMessage
 from tests.conftest import parity_runtime
 from tests.slack.slack_harness import Recorder, ScriptedRuntime, deltas
 
@@ -72,7 +73,8 @@ async def test_typed_arguments_become_typed_options_and_are_read_back_in_order(g
         handle = h.server.gateway.handle
 
         async def spy(given, sink=None, entry=None):  # type: ignore[no-untyped-def]
-            message = await given  # what makes the message: its files fetched
+            # The message, or what makes it (its files fetched).
+            message = given if isinstance(given, InboundMessage) else await given
             seen.append(message.text)
             return await handle(message, sink, entry)
 

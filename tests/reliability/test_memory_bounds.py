@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from contract import SlashContract
-from gateway.conversation import SHARED_CONTRACTS, _shared_contract
+from gateway.contracts import SHARED_CONTRACTS, _shared_contract
 from gateway.core import Gateway
 from gateway.inbound import InboundMessage
 from slashgate.config import Settings

@@ -79,6 +79,17 @@ async def test_claims_are_bounded_by_count_oldest_first(store: StateStore):
     assert len(kept) <= 5 + 255 and kept[-5:] == [295, 296, 297, 298, 299]
 
 
+async def test_an_appended_entry_comes_back_as_written_with_its_place(store: StateStore):
+    # Every store hands back the entry it was given (not a copy decoded again), its seq set;
+    # what it keeps is the entry's encoding, so a later change of the object is not stored.
+    given = entry("c1", "héllo")
+    added = await store.append(given, None, 60)
+    assert added is given and added.seq > 0
+    given.body["text"] = "changed after"
+    (kept,) = await store.pending("c1")
+    assert kept.body == {"text": "héllo", "n": []} and kept.seq == added.seq
+
+
 async def test_the_journal_keeps_arrival_order_per_conversation(store: StateStore):
     first = await store.append(entry("c1", "a"), "claim:a", 60)
     second = await store.append(entry("c2", "b"), None, 60)

@@ -103,7 +103,9 @@ def _checked(turn: Turn) -> dict[str, Any] | Answered:
     """The payload the handler gets (the composer_input JSON, with the files' parts), or
     the turn's answer when the Electric Agents server would refuse it.
     """
-    data = with_parts(payload_json(turn.message.payload), turn.attachments)
+    data = payload_json(turn.message.payload)
+    if turn.attachments:  # most inputs have none: ``with_parts`` would hand ``data`` back
+        data = with_parts(data, turn.attachments)
     problems = () if turn.checked else composer_input_problems(data)
     if problems:
         error = "invalid composer_input: " + "; ".join(problems)
