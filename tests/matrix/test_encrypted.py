@@ -2,12 +2,14 @@
 encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
 restart is the same device, which still reads the room and its encrypted files; a message
 without its room key asks for it and is answered once it came, or, when it never comes, gets
-one notice, not silence. A pickle key that does not open the store says so. The parity corpus
-in encrypted rooms is test_parity.py's.
+one notice, not silence. Under ``matrix_trust = "cross_signed"`` a device its owner has not
+cross-signed gets no room key and what it writes is not run. A pickle key that does not open
+the store says so. The parity corpus in encrypted rooms is test_parity.py's.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +24,12 @@ from mautrix.types import (
     DeviceIdentity,
     RequestedKeyInfo,
     RoomID,
+    SessionID,
     UserID,
 )
 
 from channels.matrix.crypto import Crypto
-from channels.matrix.messages import UNDECRYPTABLE
+from channels.matrix.messages import UNDECRYPTABLE, UNTRUSTED
 from channels.matrix.permissions import KEYCAPS
 from contract import Command
 from gateway.events import (
@@ -39,7 +42,7 @@ from gateway.events import (
 from tests.telegram.helpers import Scripted
 
 from .conftest import Outcomes, Start, channel_of
-from .person import ENCRYPTION, Person, person, relates
+from .person import ENCRYPTION, Person, person, relates, reply_target
 from .synapse import Synapse
 
 pytestmark = pytest.mark.xdist_group("matrix")
@@ -163,6 +166,49 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
             if event["type"] in ("m.room.message", "m.reaction"):
                 assert event["event_id"] in alice.sealed, event  # nothing went out in clear
         assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
+
+
+async def test_under_cross_signed_trust_a_device_not_cross_signed_gets_no_key_and_is_not_run(
+    matrix: Start, synapse: Synapse, bot_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The person's device is a fresh login with no cross-signing keys at all.
+    caplog.set_level(logging.WARNING, "slashgate.matrix")
+    runtime = Scripted(Command(name="work", description="Work"))
+    async with (
+        person(synapse.url, synapse.account("alice"), encrypted=True) as alice,
+        matrix(runtime, matrix_trust="cross_signed") as served,
+    ):
+        assert alice.crypto is not None
+        channel = channel_of(served)
+        room = await alice.room_with(bot_id, initial_state=[ENCRYPTION])
+        asked = await alice.send(room, "/work")
+        answered = await alice.until(
+            lambda: (
+                not runtime.turns.empty()  # a turn: fail now, not at the timeout
+                or [e for e in alice.timeline(room, bot_id) if reply_target(e) == asked]
+            )
+        )
+        assert runtime.turns.empty(), "the message was run"
+        [notice] = answered
+        # The notice says why, to the sender's other (verified) devices: this one was not
+        # given its key, and was told so (m.room_key.withheld, m.unverified).
+        assert notice["type"] == "m.room.encrypted"
+        opened = await channel.crypto.decrypt(room, notice)  # type: ignore[union-attr]
+        assert opened["content"]["body"] == UNTRUSTED
+        session = notice["content"]["session_id"]
+        [withheld] = await alice.until(
+            lambda: [
+                e
+                for e in alice.to_device
+                if e["type"] == "m.room_key.withheld" and e["content"]["session_id"] == session
+            ]
+        )
+        assert withheld["content"]["code"] == "m.unverified"
+        store = alice.crypto.machine.crypto_store
+        assert await store.get_group_session(RoomID(room), SessionID(session)) is None
+        device, _ = alice.crypto.device
+        [line] = [r.getMessage() for r in caplog.records if asked in r.getMessage()]
+        assert f"device {device}, trust unverified: matrix_trust asks for" in line
 
 
 async def test_a_pickle_key_that_does_not_open_the_store_says_so(
