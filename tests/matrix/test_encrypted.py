@@ -2,9 +2,10 @@
 encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
 restart is the same device, which still reads the room and its encrypted files; a message
 without its room key asks for it and is answered once it came, or, when it never comes, gets
-one notice, not silence. Under ``matrix_trust = "cross_signed"`` a device its owner has not
-cross-signed gets no room key and what it writes is not run. A pickle key that does not open
-the store says so. The parity corpus in encrypted rooms is test_parity.py's.
+one notice, not silence. Under ``matrix_trust = "cross_signed"`` a person's cross-signed
+session is answered, while their session that is not gets no room key and what it writes is
+not run (a notice says why). A pickle key that does not open the store says so. The parity
+corpus in encrypted rooms is test_parity.py's.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from gateway.events import (
 from tests.telegram.helpers import Scripted
 
 from .conftest import Outcomes, Start, channel_of
-from .person import ENCRYPTION, Person, person, relates, reply_target
+from .person import ENCRYPTION, Person, person, relates
 from .synapse import Synapse
 
 pytestmark = pytest.mark.xdist_group("matrix")
@@ -168,47 +169,54 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
         assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
 
 
-async def test_under_cross_signed_trust_a_device_not_cross_signed_gets_no_key_and_is_not_run(
+async def test_under_cross_signed_trust_only_a_cross_signed_device_gets_keys_and_is_run(
     matrix: Start, synapse: Synapse, bot_id: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # The person's device is a fresh login with no cross-signing keys at all.
+    # One person, two sessions: the first sets up cross-signing and signs itself (what a
+    # client does at its first login), the second is a new login nobody verified. The
+    # account is this test's alone: its cross-signing keys stay on the homeserver.
     caplog.set_level(logging.WARNING, "slashgate.matrix")
     runtime = Scripted(Command(name="work", description="Work"))
+    account = synapse.account("dora")
     async with (
-        person(synapse.url, synapse.account("alice"), encrypted=True) as alice,
-        matrix(runtime, matrix_trust="cross_signed") as served,
+        person(synapse.url, account, encrypted=True) as signed,
+        person(synapse.url, account, encrypted=True) as unsigned,
     ):
-        assert alice.crypto is not None
-        channel = channel_of(served)
-        room = await alice.room_with(bot_id, initial_state=[ENCRYPTION])
-        asked = await alice.send(room, "/work")
-        answered = await alice.until(
-            lambda: (
-                not runtime.turns.empty()  # a turn: fail now, not at the timeout
-                or [e for e in alice.timeline(room, bot_id) if reply_target(e) == asked]
+        assert signed.crypto is not None and unsigned.crypto is not None
+        await signed.crypto.machine.generate_recovery_key()
+        async with matrix(runtime, matrix_trust="cross_signed"):
+            room = await signed.room_with(bot_id, initial_state=[ENCRYPTION])
+
+            # The cross-signed session is answered, and only it can read the answer.
+            asked = await signed.send(room, "/work")
+            (await runtime.next_turn()).emit(MessageDelta("done"), MessageEnd())
+            await signed.shows(room, asked, bot_id, "done")
+
+            def withheld() -> list[dict[str, Any]]:
+                return [e for e in unsigned.to_device if e["type"] == "m.room_key.withheld"]
+
+            await unsigned.until(lambda: withheld() or unsigned.replies(room, asked, bot_id))
+            assert unsigned.replies(room, asked, bot_id) == []  # it could not read the answer
+            [told] = withheld()
+            assert told["content"]["room_id"] == room and told["content"]["code"] == "m.unverified"
+            session = told["content"]["session_id"]
+            store = unsigned.crypto.machine.crypto_store
+            assert await store.get_group_session(RoomID(room), SessionID(session)) is None
+
+            # The other session is not run: one notice, which the verified session reads.
+            refused = await unsigned.send(room, "/work")
+            answered = await signed.until(
+                lambda: (
+                    not runtime.turns.empty()  # a turn: fail now, not at the timeout
+                    or signed.replies(room, refused, bot_id)
+                )
             )
-        )
-        assert runtime.turns.empty(), "the message was run"
-        [notice] = answered
-        # The notice says why, to the sender's other (verified) devices: this one was not
-        # given its key, and was told so (m.room_key.withheld, m.unverified).
-        assert notice["type"] == "m.room.encrypted"
-        opened = await channel.crypto.decrypt(room, notice)  # type: ignore[union-attr]
-        assert opened["content"]["body"] == UNTRUSTED
-        session = notice["content"]["session_id"]
-        [withheld] = await alice.until(
-            lambda: [
-                e
-                for e in alice.to_device
-                if e["type"] == "m.room_key.withheld" and e["content"]["session_id"] == session
-            ]
-        )
-        assert withheld["content"]["code"] == "m.unverified"
-        store = alice.crypto.machine.crypto_store
-        assert await store.get_group_session(RoomID(room), SessionID(session)) is None
-        device, _ = alice.crypto.device
-        [line] = [r.getMessage() for r in caplog.records if asked in r.getMessage()]
-        assert f"device {device}, trust unverified: matrix_trust asks for" in line
+            assert runtime.turns.empty(), "the unverified session's message was run"
+            [notice] = answered
+            assert notice["content"]["body"] == UNTRUSTED
+            device, _ = unsigned.crypto.device
+            [line] = [r.getMessage() for r in caplog.records if refused in r.getMessage()]
+            assert f"device {device}, trust unverified: matrix_trust asks for" in line
 
 
 async def test_a_pickle_key_that_does_not_open_the_store_says_so(
