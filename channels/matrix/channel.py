@@ -141,6 +141,7 @@ class MatrixChannel(Channel[MatrixSettings]):
             client,
             crypto_file(settings.matrix_crypto_path, settings.data_dir),
             pickle_key.get_secret_value() if pickle_key else DEFAULT_PICKLE_KEY,
+            settings.matrix_trust,
         )
         outbox = Outbox(
             client,

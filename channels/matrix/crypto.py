@@ -8,8 +8,10 @@ The crypto side of each sync batch runs before its rooms (``step``): to-device m
 (room keys, key requests), device list changes, the one-time key count, and the rooms' state.
 Timeline events are decrypted one by one (``decrypt``); what goes to an encrypted room is
 encrypted (``seal``), a Megolm session shared first with every device of the room's joined
-members. Trust: every device of a member is trusted as first seen (mautrix remembers a
-device's keys and refuses a device whose keys change); the bot verifies no one
+members. Trust (``matrix_trust``): under ``tofu`` every device of a member is trusted as
+first seen (mautrix remembers a device's keys and refuses a device whose keys change); under
+``cross_signed`` only the devices their owner cross-signed get the room keys, and a message
+read from any other raises ``Untrusted``. The bot verifies no one itself
 (docs/internals/decisions.md).
 """
 
@@ -37,6 +39,7 @@ from mautrix.types import (
     SessionID,
     StateEvent,
     ToDeviceEvent,
+    TrustState,
     UserID,
 )
 from mautrix.util.async_db import Database
@@ -57,10 +60,20 @@ RECHECK_AFTER = 24 * 3600.0  # seconds a room's encryption is known without aski
 
 Event = dict[str, Any]
 
+# The least trust a device needs (``matrix_trust``) to get the bot's room keys and to have
+# what it encrypted run: any (the bot blacklists no one), or cross-signed by its owner with
+# the owner's first master key (a master key that changed is below it).
+MIN_TRUST = {"tofu": TrustState.UNVERIFIED, "cross_signed": TrustState.CROSS_SIGNED_TOFU}
+
+
+class Untrusted(DecryptionError):
+    """A message decrypted, but from a device below the trust the bot asks for: not run."""
+
 
 class _NoCrossSigningNotes(logging.Filter):
     """mautrix warns of every device that is not cross-signed: under trust on first use that
-    is the usual case, not a problem worth an operator's attention.
+    is the usual case, not a problem worth an operator's attention; under ``cross_signed``
+    the bot's own line says what it refused.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -86,13 +99,17 @@ class Crypto:
         self.client = client
         self.db = db
         self.machine = machine
+        self.min_trust = machine.send_keys_min_trust  # one bar: keys shared, messages run
         # Whether each room is encrypted; a room that turns it on says so in its state.
         self._known: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, RECHECK_AFTER)
 
     @classmethod
-    async def open(cls, client: Client, path: Path, pickle_key: str) -> Crypto:
-        """The machine of the signed-in ``client``'s device, its keys uploaded. A store of
-        another device (a token of a new device, a changed device id) starts afresh: its
+    async def open(
+        cls, client: Client, path: Path, pickle_key: str, min_trust: str = "tofu"
+    ) -> Crypto:
+        """The machine of the signed-in ``client``'s device, its keys uploaded; it shares
+        room keys with the devices of at least ``min_trust`` (a ``MIN_TRUST`` name). A store
+        of another device (a token of a new device, a changed device id) starts afresh: its
         account cannot speak for this device.
         """
         url = URL.build(scheme="sqlite", path=await asyncio.to_thread(_prepared, path))
@@ -115,6 +132,7 @@ class Crypto:
             state = PgCryptoStateStore(db)
             client.state_store = state  # joins and member lists fetched are recorded there
             machine = OlmMachine(client, store, state)
+            machine.send_keys_min_trust = MIN_TRUST[min_trust]  # others get m.room_key.withheld
             # The client's own automatic encryption is not used (``seal`` is), but its
             # group session sharing is: it needs the machine.
             client.crypto = machine
@@ -205,15 +223,23 @@ class Crypto:
 
     async def decrypt(self, room_id: str, event: Event) -> Event:
         """The event as it was before it was encrypted (its id, sender and time kept).
-        Raises ``SessionNotFound`` when its room key never came, ``DecryptionError`` when it
-        cannot be read otherwise.
+        Raises ``SessionNotFound`` when its room key never came, ``Untrusted`` when it came
+        from a device below ``min_trust``, ``DecryptionError`` when it cannot be read
+        otherwise.
         """
         try:
             sealed = EncryptedEvent.deserialize({**event, "room_id": room_id})  # type: ignore[arg-type]
         except (ValueError, KeyError, TypeError) as exc:
             raise DecryptionError(f"not an encrypted event: {exc}") from None
         opened = (await self.machine.decrypt_megolm_event(sealed)).serialize()
-        opened.pop("mautrix", None)  # the trust it was read with: not for the journal
+        # The trust it was read with (not for the journal); unsaid, the least.
+        trust = TrustState(opened.pop("mautrix", {}).get("trust_state", TrustState.UNVERIFIED))
+        if trust < self.min_trust:
+            device = sealed.content.device_id or "(not named)"
+            raise Untrusted(
+                f"sent from device {device}, trust {trust}: matrix_trust asks for "
+                f"{self.min_trust} at least"
+            )
         return dict(opened)
 
     async def request_key(self, room_id: str, event: Event, wait: float) -> bool:

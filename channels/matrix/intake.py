@@ -7,7 +7,8 @@ the next start recovers them.
 
 An encrypted event is decrypted first. One whose room key has not come waits for it in the
 background (it is journaled once it can be read: a restart meanwhile loses it); one that
-cannot be read gets a notice that says so (``Messages.cannot_decrypt``).
+cannot be read, or that came from a device below ``matrix_trust``, gets a notice that says so
+(``Messages.cannot_decrypt``) and is not run.
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ class Intake:
         await self._spawn(self._answer(room_id, event, entry), event_id)
 
     async def _sealed(self, room_id: str, event: dict[str, Any], error: DecryptionError) -> None:
-        """A message the bot could not decrypt: without its room key, the key is asked of
-        the sender's device and waited for (then the message is taken as any other); else,
-        or when it does not come, one notice says so (once per Megolm session).
+        """A message the bot could not decrypt (or may not run: ``Untrusted``): without its
+        room key, the key is asked of the sender's device and waited for (then the message
+        is taken as any other); else, or when it does not come, one notice says so (once per
+        Megolm session).
         """
         if isinstance(error, SessionNotFound) and await self.crypto.request_key(
             room_id, event, self.key_wait
@@ -108,8 +110,8 @@ class Intake:
             else:
                 await self.take(room_id, opened)
                 return
-        log.warning("event %s in %s cannot be decrypted: %s", event.get("event_id"), room_id, error)
-        await self.messages.cannot_decrypt(room_id, event)
+        log.warning("event %s in %s is not taken: %s", event.get("event_id"), room_id, error)
+        await self.messages.cannot_decrypt(room_id, event, error)
 
     async def _spawn(
         self, work: Any, event_id: str, slots: asyncio.Semaphore | None = None

@@ -18,6 +18,7 @@ from gateway.attachments import AttachmentError
 from gateway.store import BoundedTTLMap
 
 from .addressing import Addressing
+from .crypto import Untrusted
 from .events import content_of, is_input, relation, replying_to, text_of, thread_of
 from .files import MatrixFiles
 from .outbox import Outbox, Target
@@ -33,6 +34,13 @@ log = logging.getLogger("slashgate.matrix")
 UNDECRYPTABLE = (
     "🔒 I could not decrypt this message: its key did not reach my device. Please send it "
     "again; if this keeps happening, start a new direct message with me."
+)
+# A message read, but from a device its owner has not cross-signed (matrix_trust is
+# cross_signed): not run. That device gets no room key, so its owner reads this on another.
+UNTRUSTED = (
+    "🔒 I did not act on this message: it came from a session its owner has not verified "
+    "(cross-signed), and I take messages only from verified sessions. Verify that session "
+    "from another of yours, then send it again."
 )
 MAX_ROOMS = 10_000
 TELL_AGAIN_AFTER = 24 * 3600.0  # seconds: a session is told of once a day at most
@@ -75,8 +83,10 @@ class Messages:
     def answers_permission(self, room_id: str, user: str, text: str) -> bool:
         return self.permissions.pending(room_id, user) and self.permissions.is_number(text)
 
-    async def cannot_decrypt(self, room_id: str, event: dict[str, Any]) -> None:
-        """The notice of a message the bot cannot read, the first of its session."""
+    async def cannot_decrypt(self, room_id: str, event: dict[str, Any], error: Exception) -> None:
+        """The notice of a message the bot cannot read (or may not run: ``Untrusted``), the
+        first of its session.
+        """
         content = content_of(event)
         told = f"{room_id}|{content.get('session_id')}"
         if self._told.get(told) is not None:
@@ -84,7 +94,8 @@ class Messages:
         self._told.set(told, True)
         target = Target(room_id, str(event["event_id"]), thread_of(content))
         try:
-            await self.outbox.notice(room_id, render(UNDECRYPTABLE)[0], target.relation())
+            text = UNTRUSTED if isinstance(error, Untrusted) else UNDECRYPTABLE
+            await self.outbox.notice(room_id, render(text)[0], target.relation())
         except (MatrixError, OSError) as exc:
             log.warning("the decryption notice in %s was not sent: %s", room_id, exc)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -45,6 +45,11 @@ class MatrixSettings(access_settings("matrix", IDS)):  # type: ignore[misc]
     matrix_pickle_key: SecretStr | None = None
     """The key the encryption store's secrets are sealed with (change it and the store is
     unreadable); unset: a fixed key, and the file's permissions (0600) guard it alone."""
+    matrix_trust: Literal["tofu", "cross_signed"] = "tofu"
+    """Which devices the bot encrypts for and takes messages from in encrypted rooms: `tofu`
+    (every device of the room's members, trusted as first seen; changed keys refused) or
+    `cross_signed` (only devices their owner has cross-signed: the others get no room keys,
+    and their messages are not run but answered with a notice)."""
     matrix_sync_timeout: float = Field(30.0, gt=0)
     """Seconds one long-polled `/sync` waits for news."""
     matrix_edit_interval: float = Field(1.0, gt=0)

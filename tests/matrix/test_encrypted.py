@@ -2,12 +2,15 @@
 encrypted, a reply streamed by edits and a permission answered by an encrypted reaction; a
 restart is the same device, which still reads the room and its encrypted files; a message
 without its room key asks for it and is answered once it came, or, when it never comes, gets
-one notice, not silence. A pickle key that does not open the store says so. The parity corpus
-in encrypted rooms is test_parity.py's.
+one notice, not silence. Under ``matrix_trust = "cross_signed"`` a person's cross-signed
+session is answered, while their session that is not gets no room key and what it writes is
+not run (a notice says why). A pickle key that does not open the store says so. The parity
+corpus in encrypted rooms is test_parity.py's.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,12 @@ from mautrix.types import (
     DeviceIdentity,
     RequestedKeyInfo,
     RoomID,
+    SessionID,
     UserID,
 )
 
 from channels.matrix.crypto import Crypto
-from channels.matrix.messages import UNDECRYPTABLE
+from channels.matrix.messages import UNDECRYPTABLE, UNTRUSTED
 from channels.matrix.permissions import KEYCAPS
 from contract import Command
 from gateway.events import (
@@ -163,6 +167,56 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
             if event["type"] in ("m.room.message", "m.reaction"):
                 assert event["event_id"] in alice.sealed, event  # nothing went out in clear
         assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
+
+
+async def test_under_cross_signed_trust_only_a_cross_signed_device_gets_keys_and_is_run(
+    matrix: Start, synapse: Synapse, bot_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One person, two sessions: the first sets up cross-signing and signs itself (what a
+    # client does at its first login), the second is a new login nobody verified. The
+    # account is this test's alone: its cross-signing keys stay on the homeserver.
+    caplog.set_level(logging.WARNING, "slashgate.matrix")
+    runtime = Scripted(Command(name="work", description="Work"))
+    account = synapse.account("dora")
+    async with (
+        person(synapse.url, account, encrypted=True) as signed,
+        person(synapse.url, account, encrypted=True) as unsigned,
+    ):
+        assert signed.crypto is not None and unsigned.crypto is not None
+        await signed.crypto.machine.generate_recovery_key()
+        async with matrix(runtime, matrix_trust="cross_signed"):
+            room = await signed.room_with(bot_id, initial_state=[ENCRYPTION])
+
+            # The cross-signed session is answered, and only it can read the answer.
+            asked = await signed.send(room, "/work")
+            (await runtime.next_turn()).emit(MessageDelta("done"), MessageEnd())
+            await signed.shows(room, asked, bot_id, "done")
+
+            def withheld() -> list[dict[str, Any]]:
+                return [e for e in unsigned.to_device if e["type"] == "m.room_key.withheld"]
+
+            await unsigned.until(lambda: withheld() or unsigned.replies(room, asked, bot_id))
+            assert unsigned.replies(room, asked, bot_id) == []  # it could not read the answer
+            [told] = withheld()
+            assert told["content"]["room_id"] == room and told["content"]["code"] == "m.unverified"
+            session = told["content"]["session_id"]
+            store = unsigned.crypto.machine.crypto_store
+            assert await store.get_group_session(RoomID(room), SessionID(session)) is None
+
+            # The other session is not run: one notice, which the verified session reads.
+            refused = await unsigned.send(room, "/work")
+            answered = await signed.until(
+                lambda: (
+                    not runtime.turns.empty()  # a turn: fail now, not at the timeout
+                    or signed.replies(room, refused, bot_id)
+                )
+            )
+            assert runtime.turns.empty(), "the unverified session's message was run"
+            [notice] = answered
+            assert notice["content"]["body"] == UNTRUSTED
+            device, _ = unsigned.crypto.device
+            [line] = [r.getMessage() for r in caplog.records if refused in r.getMessage()]
+            assert f"device {device}, trust unverified: matrix_trust asks for" in line
 
 
 async def test_a_pickle_key_that_does_not_open_the_store_says_so(
