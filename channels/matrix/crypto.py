@@ -102,6 +102,8 @@ class Crypto:
         self.min_trust = machine.send_keys_min_trust  # one bar: keys shared, messages run
         # Whether each room is encrypted; a room that turns it on says so in its state.
         self._known: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, RECHECK_AFTER)
+        # The state events applied to the stores, by event id (an event's state never changes).
+        self._applied: BoundedTTLMap[bool] = BoundedTTLMap(MAX_ROOMS, RECHECK_AFTER)
 
     @classmethod
     async def open(
@@ -187,7 +189,14 @@ class Crypto:
             state = room.get("state", {}).get("events", [])
             timeline = room.get("timeline", {}).get("events", [])
             for raw in [*state, *(e for e in timeline if "state_key" in e)]:
+                # Lazy-loaded members come again with every batch of their messages: an
+                # event applied already is skipped (a store write a message, 0.9 ms of CPU).
+                event_id = raw.get("event_id")
+                if isinstance(event_id, str) and self._applied.get(event_id):
+                    continue
                 await self._state(room_id, raw)
+                if isinstance(event_id, str):
+                    self._applied.set(event_id, True)
 
     async def _to_device(self, raw: Event) -> None:
         try:

@@ -17,7 +17,6 @@ from mautrix.errors import MatrixError
 
 from channels.activity import reply_text
 from channels.streaming import Streaming
-from contract import Classification, ComposerInputMessage
 from gateway.api import FileReturned, PermissionRequired, Reply, ReplySink, RuntimeEvent
 from gateway.offload import off_loop
 from gateway.settings import CoreSettings
@@ -59,11 +58,6 @@ class MatrixSink(Streaming, ReplySink):
     def room(self) -> str:
         return self.target.room_id
 
-    async def accepted(
-        self, classification: Classification, forwarded: ComposerInputMessage | None
-    ) -> None:
-        self._type_soon()
-
     async def queued(self, ahead: int) -> None:
         if self.target.event_id is None or self._queued is not None:
             return
@@ -71,11 +65,6 @@ class MatrixSink(Streaming, ReplySink):
             self._queued = await self.outbox.react(self.room, self.target.event_id, QUEUED)
         except (MatrixError, OSError) as exc:  # the reply still comes
             log.warning("queued reaction not shown: %s", exc)
-
-    async def delta(self, text: str) -> None:
-        if self._activity is not None:
-            self._activity.progress()
-        self._add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, FileReturned):
