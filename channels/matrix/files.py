@@ -46,7 +46,7 @@ def media_refs(content: dict[str, Any]) -> list[MediaRef]:
     if not isinstance(sealed, dict):
         sealed = None
     url = content.get("url") if sealed is None else sealed.get("url")
-    if not isinstance(url, str) or not url.startswith("mxc://"):
+    if not isinstance(url, str):
         return []
     described = content.get("info")
     info: dict[str, Any] = described if isinstance(described, dict) else {}
@@ -105,6 +105,8 @@ class MatrixFiles:
         return tuple(found)
 
     async def _download(self, ref: MediaRef, budget: Budget) -> bytes:
+        if not ref.mxc.startswith("mxc://"):  # an http:// one would be fetched from anywhere
+            raise not_downloaded(ref.name, SOURCE, "its address is not an mxc:// URL")
         server, _, media = ref.mxc.removeprefix("mxc://").partition("/")
         url = (
             f"{self.homeserver}/_matrix/client/v1/media/download/"

@@ -130,3 +130,10 @@ async def test_a_file_reaches_the_runtime_within_the_limits(
         big = await alice.send_file(room, "big.txt", b"x" * 5000)
         refused = await alice.reply(room, big, bot_id)
         assert "over the limit" in alice.shown(room, refused["event_id"])["body"]
+        # A file whose address is no mxc:// URL (a client's bug, or a lure to a host of the
+        # sender's choosing) is said to be unreadable, not dropped without a word.
+        elsewhere = {"msgtype": "m.file", "body": "x.txt", "url": "http://127.0.0.1:9/x.txt"}
+        odd = await alice.send_raw(room, "m.room.message", elsewhere)
+        told = await alice.reply(room, odd, bot_id)
+        assert "x.txt could not be downloaded" in alice.shown(room, told["event_id"])["body"]
+        assert "not an mxc:// URL" in alice.shown(room, told["event_id"])["body"]
