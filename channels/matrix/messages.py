@@ -174,6 +174,8 @@ class Messages:
         if received is None:
             return None
         inbound, sink = received
+        if inbound.message_id is not None:  # a ⏳ it may have had before the restart
+            sink.was_queued(await self.outbox.annotations(room_id, inbound.message_id))
         refs = self.files.refs(content_of(event))
         try:
             return replace(inbound, attachments=await self.files.fetch(refs)), sink

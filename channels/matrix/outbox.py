@@ -141,6 +141,23 @@ class Outbox:
         relation = {"rel_type": "m.annotation", "event_id": event_id, "key": key}
         return await self.send(room_id, {"m.relates_to": relation}, "m.reaction")
 
+    async def annotations(self, room_id: str, event_id: str) -> list[str]:
+        """The ids of the bot's own annotations (reactions) on ``event_id``: encrypted ones
+        too, so by sender, not by key; none when the homeserver does not answer.
+        """
+        path = Path.v1.rooms[RoomID(room_id)].relations[EventID(event_id)]["m.annotation"]
+        try:
+            found = await self.client.api.request(Method.GET, path)
+        except (MatrixError, OSError) as exc:
+            log.warning("the reactions on %s could not be read: %s", event_id, exc)
+            return []
+        me = str(self.client.mxid)
+        return [
+            str(e["event_id"])
+            for e in found.get("chunk", [])
+            if isinstance(e, dict) and e.get("sender") == me and "event_id" in e
+        ]
+
     async def redact(self, room_id: str, event_id: str) -> None:
         try:
             async with self.paced(room_id):

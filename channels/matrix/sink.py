@@ -58,6 +58,13 @@ class MatrixSink(Streaming, ReplySink):
     def room(self) -> str:
         return self.target.room_id
 
+    def was_queued(self, reactions: list[str]) -> None:
+        """A recovered input's ⏳ from before the restart (the bot's only reaction on a
+        person's message), taken off with its reply as any other.
+        """
+        if reactions:
+            self._queued = reactions[0]
+
     async def queued(self, ahead: int) -> None:
         if self.target.event_id is None or self._queued is not None:
             return

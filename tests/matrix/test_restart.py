@@ -15,7 +15,7 @@ from gateway.recovery import RESTARTED
 from tests.conftest import OPEN_ENV
 from tests.reliability.gateway_process import GatewayProcess
 
-from .person import WAIT, Person
+from .person import WAIT, Person, relates
 from .synapse import Synapse
 
 pytestmark = pytest.mark.xdist_group("matrix")
@@ -29,6 +29,23 @@ async def ready(url: str) -> None:
                 if resp.status == 200:
                     return
             await asyncio.sleep(0.1)
+
+
+def reactions(person: Person, room: str, event_id: str, bot: str) -> list[str]:
+    """The ids of the bot's reactions on ``event_id``."""
+    return [
+        e["event_id"]
+        for e in person.timeline(room, bot)
+        if e["type"] == "m.reaction" and relates(e).get("event_id") == event_id
+    ]
+
+
+def redacted(person: Person, room: str, event_id: str, bot: str) -> bool:
+    return any(
+        e["type"] == "m.room.redaction"
+        and event_id in (e.get("redacts"), e.get("content", {}).get("redacts"))
+        for e in person.timeline(room, bot)
+    )
 
 
 async def test_nothing_is_lost_or_answered_twice_across_restarts(
@@ -62,6 +79,8 @@ async def test_nothing_is_lost_or_answered_twice_across_restarts(
         # (by default with the failure that says so: `recovery = "notify"`).
         slow = await alice.send(room, "/slow 30")  # long enough to be running at the kill
         await alice.reply(room, slow, bot_id)  # its first line streams: it is running
+        queued = await alice.send(room, "and this, meanwhile")
+        [hourglass] = await alice.until(lambda: reactions(alice, room, queued, bot_id))
         await gateway.kill()
         await ready(await gateway.start())
         await alice.until(
@@ -70,6 +89,9 @@ async def test_nothing_is_lost_or_answered_twice_across_restarts(
                 for r in alice.replies(room, slow, bot_id)
             )
         )
+        # The queued one is answered after the restart, and its ⏳ taken off with the reply.
+        await alice.reply(room, queued, bot_id)
+        await alice.until(lambda: redacted(alice, room, hourglass, bot_id))
         after = await alice.send(room, "/echo after")
         await alice.shows(room, after, bot_id, "after")
         assert len(alice.replies(room, down, bot_id)) == 1  # the restart did not replay it
