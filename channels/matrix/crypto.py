@@ -205,8 +205,9 @@ class Crypto:
                 await self.machine.handle_to_device_event(event)
             elif event.type == EventType.ROOM_KEY_REQUEST:
                 await self.machine.handle_room_key_request(event)
-        except (MatrixError, ValueError, KeyError) as exc:
-            # One bad message must not hold the sync: the batch would come again, forever.
+        except Exception as exc:  # mautrix's parsers raise what they like (SerializerError)
+            # One bad message, which anyone may send to the bot's device, must not hold the
+            # sync: the batch would come again, forever.
             kind, sender = raw.get("type"), raw.get("sender")
             log.warning("a to-device %s from %s was dropped: %s", kind, sender, exc)
 
@@ -221,12 +222,15 @@ class Crypto:
             return
         state = self.machine.state_store
         assert isinstance(state, PgCryptoStateStore)
-        await state.update_state(event)
-        if event.type == EventType.ROOM_ENCRYPTION:
-            self._known.set(room_id, True)
-        if event.type == EventType.ROOM_MEMBER:
-            # Someone joined or left: the room's next message goes in a new Megolm session.
-            await self.machine.handle_member_event(event)
+        try:
+            await state.update_state(event)
+            if event.type == EventType.ROOM_ENCRYPTION:
+                self._known.set(room_id, True)
+            if event.type == EventType.ROOM_MEMBER:
+                # Someone joined or left: the room's next message goes in a new Megolm session.
+                await self.machine.handle_member_event(event)
+        except Exception as exc:  # as for to-device messages: the sync goes on
+            log.warning("state event %s of %s not applied: %s", raw.get("event_id"), room_id, exc)
 
     # -- incoming ---------------------------------------------------------------------------
 
@@ -240,7 +244,12 @@ class Crypto:
             sealed = EncryptedEvent.deserialize({**event, "room_id": room_id})  # type: ignore[arg-type]
         except (ValueError, KeyError, TypeError) as exc:
             raise DecryptionError(f"not an encrypted event: {exc}") from None
-        opened = (await self.machine.decrypt_megolm_event(sealed)).serialize()
+        try:
+            opened = (await self.machine.decrypt_megolm_event(sealed)).serialize()
+        except DecryptionError:
+            raise
+        except Exception as exc:  # a plaintext of the wrong shape (a list, a string): unread
+            raise DecryptionError(f"its plaintext cannot be read: {type(exc).__name__}") from None
         # The trust it was read with (not for the journal); unsaid, the least.
         trust = TrustState(opened.pop("mautrix", {}).get("trust_state", TrustState.UNVERIFIED))
         if trust < self.min_trust:

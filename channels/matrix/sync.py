@@ -136,6 +136,12 @@ class Sync:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_CAP)
                 continue
+            except Exception as exc:  # a bug, or what an event made of one: said, not deaf
+                self.failing = f"sync failed: {type(exc).__name__}: {exc}"
+                log.exception("%s; trying again in %.1f s", self.failing, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_CAP)
+                continue
             self.failing = None
             self.synced.set()
             delay = RETRY_FIRST
