@@ -68,7 +68,11 @@ class Intake:
                 event = await self.crypto.decrypt(room_id, event)
             except DecryptionError as exc:
                 # Its key may be on its way: waited for apart, the sync goes on meanwhile.
-                if await self.gateway.claim(self.channel, f"{self.channel}:sealed:{event_id}"):
+                if self._waits.locked():  # a flood of them: the sync must not wait on it
+                    log.warning(
+                        "event %s in %s dropped: too many waiting for keys", event_id, room_id
+                    )
+                elif await self.gateway.claim(self.channel, f"{self.channel}:sealed:{event_id}"):
                     await self._spawn(self._sealed(room_id, event, exc), event_id, self._waits)
                 return
         claim = f"{self.channel}:event:{event_id}"

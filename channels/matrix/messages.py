@@ -85,10 +85,11 @@ class Messages:
 
     async def cannot_decrypt(self, room_id: str, event: dict[str, Any], error: Exception) -> None:
         """The notice of a message the bot cannot read (or may not run: ``Untrusted``), the
-        first of its session.
+        first of its sender in the room for a while: by sender, not by Megolm session, which
+        the sender names (one notice each of a flood of made-up sessions).
         """
         content = content_of(event)
-        told = f"{room_id}|{content.get('session_id')}"
+        told = f"{room_id}|{event.get('sender')}"
         if self._told.get(told) is not None:
             return
         self._told.set(told, True)
