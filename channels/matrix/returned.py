@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 from mautrix.crypto.attachments import encrypt_attachment
 from mautrix.errors import MatrixError
 from mautrix.types import ContentURI, EncryptedFile
 
 from gateway.api import FileReturned
 from gateway.attachments import size_text
+from gateway.offload import off_loop
 from gateway.settings import CoreSettings
 
 from .outbox import Outbox, Target
@@ -46,52 +48,61 @@ def file_content(
     return content
 
 
-def over_limits(returned: list[FileReturned], settings: CoreSettings) -> dict[int, str]:
-    """Why each file over the attachment limits is not sent, by its place in ``returned``:
-    each file within the limit per file, all of those sent within the limit per message.
+class Returned:
+    """The files of one reply, the limits applied as each arrives: within the limit per file
+    and, all kept together, the limit per message; of one over them only the name and why
+    is kept (an agent returning image after image must not fill the gateway's memory).
     """
-    why: dict[int, str] = {}
-    used = 0
-    for i, item in enumerate(returned):
-        size = len(item.data)
+
+    def __init__(self, settings: CoreSettings) -> None:
+        self.settings = settings
+        self.kept: list[FileReturned] = []
+        self.refused: list[tuple[str, str]] = []  # (name, why), in order
+        self._used = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.kept or self.refused)
+
+    def add(self, item: FileReturned) -> None:
+        settings, size = self.settings, len(item.data)
         if size > settings.attachment_max_bytes:
             limit = size_text(settings.attachment_max_bytes)
-            why[i] = f"it is {size_text(size)}, over the limit of {limit} per file"
-        elif used + size > settings.attachment_max_total:
+            self.refused.append(
+                (item.name, f"it is {size_text(size)}, over the limit of {limit} per file")
+            )
+        elif self._used + size > settings.attachment_max_total:
             limit = size_text(settings.attachment_max_total)
-            why[i] = f"with it the files come to more than the limit of {limit} per message"
+            why = f"with it the files come to more than the limit of {limit} per message"
+            self.refused.append((item.name, why))
         else:
-            used += size
-    return why
+            self._used += size
+            self.kept.append(item)
 
 
-async def send_files(
-    outbox: Outbox, target: Target, returned: list[FileReturned], settings: CoreSettings
-) -> None:
-    """Upload and send each file, then one notice naming those that could not be sent."""
-    refused = over_limits(returned, settings)
-    for i, item in enumerate(returned):
-        if i in refused:
-            continue
+async def send_files(outbox: Outbox, target: Target, returned: Returned) -> None:
+    """Upload and send each file kept, then one notice naming those that could not be sent."""
+    refused = list(returned.refused)
+    for item in returned.kept:
         try:
             data, sealed = item.data, None
-            # The homeserver keeps what it is given: in an encrypted room, only ciphertext.
+            # The homeserver keeps what it is given: in an encrypted room, only ciphertext
+            # (and no name: the message, encrypted, carries it).
             if await outbox.crypto.encrypted(target.room_id):
-                data, sealed = encrypt_attachment(item.data)
+                data, sealed = await off_loop(len(data), encrypt_attachment, data)
             url = await outbox.client.upload_media(
-                data, "application/octet-stream" if sealed else item.media_type, item.name,
-                len(data),
+                data, "application/octet-stream" if sealed else item.media_type,
+                None if sealed else item.name, len(data),
             )  # fmt: skip
             content = file_content(item, str(url), sealed)
             if relation := target.relation():
                 content["m.relates_to"] = relation
             await outbox.send(target.room_id, content)
-        except (MatrixError, OSError) as exc:
+        except (MatrixError, OSError, aiohttp.ClientError) as exc:
             log.warning("file %s not sent to room %s: %s", item.name, target.room_id, exc)
-            refused[i] = f"the homeserver did not take it ({exc})"
+            refused.append((item.name, f"the homeserver did not take it ({exc})"))
     if not refused:
         return
-    lines = "\n".join(f"- {returned[i].name}: {why}" for i, why in sorted(refused.items()))
+    lines = "\n".join(f"- {name}: {why}" for name, why in refused)
     text = f"📎 The agent returned files that could not be sent here:\n\n{lines}"
     try:
         await outbox.notice(target.room_id, render(text)[0], target.relation())

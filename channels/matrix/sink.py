@@ -25,7 +25,7 @@ from .activity import ActivityNotice
 from .outbox import Outbox, Target
 from .permissions import Permissions
 from .render import Chunk, preview, render
-from .returned import send_files
+from .returned import Returned, send_files
 
 log = logging.getLogger("slashgate.matrix")
 
@@ -52,7 +52,7 @@ class MatrixSink(Streaming, ReplySink):
         self._shows: Chunk | None = None  # what it shows
         self._activity: ActivityNotice | None = None
         self._queued: str | None = None  # the reaction's event id
-        self._returned: list[FileReturned] = []  # sent after the text
+        self._returned = Returned(settings)  # sent after the text
 
     @property
     def room(self) -> str:
@@ -75,7 +75,7 @@ class MatrixSink(Streaming, ReplySink):
 
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, FileReturned):
-            self._returned.append(event)
+            self._returned.add(event)
             return
         if isinstance(event, PermissionRequired):
             await self.permissions.ask(self.target, self.user, event)
@@ -98,7 +98,7 @@ class MatrixSink(Streaming, ReplySink):
         except (MatrixError, OSError) as exc:  # tried again already: one line, no more
             log.error("reply in room %s not delivered: %s", self.room, exc)
         if self._returned:
-            await send_files(self.outbox, self.target, self._returned, self.settings)
+            await send_files(self.outbox, self.target, self._returned)
         if self._typing is not None:
             await self.outbox.typing(self.room, False)
 

@@ -13,7 +13,7 @@ from mautrix.types import ContentURI
 
 from channels.matrix.outbox import Target
 from channels.matrix.render import Chunk
-from channels.matrix.returned import send_files
+from channels.matrix.returned import Returned, send_files
 from contract import Command
 from gateway.events import FileReturned, MessageDelta, MessageEnd
 from tests.conftest import make_settings
@@ -88,9 +88,21 @@ class RefusingHomeserver:
 async def test_a_file_the_homeserver_refuses_is_named_in_the_notice() -> None:
     outbox = RefusingHomeserver()
     target = Target("!room:localhost", "$asked", thread="$root")
-    returned = [FileReturned("scan.pdf", "application/pdf", b"%PDF-1.7")]
-    await send_files(outbox, target, returned, make_settings())  # type: ignore[arg-type]
+    returned = Returned(make_settings())
+    returned.add(FileReturned("scan.pdf", "application/pdf", b"%PDF-1.7"))
+    await send_files(outbox, target, returned)  # type: ignore[arg-type]
     assert outbox.sent == []
     [(body, relation)] = outbox.notices
     assert "scan.pdf: the homeserver did not take it (Upload request body is too large)" in body
     assert relation == target.relation()  # in the thread, as the reply's text
+
+
+def test_the_limits_apply_as_the_files_arrive_and_keep_no_bytes_of_one_over_them() -> None:
+    returned = Returned(make_settings(attachment_max_bytes=1000, attachment_max_total=1500))
+    for name, size in (("a.bin", 800), ("huge.bin", 5000), ("b.bin", 800), ("c.bin", 600)):
+        returned.add(FileReturned(name, "application/octet-stream", b"x" * size))
+    assert [f.name for f in returned.kept] == ["a.bin", "c.bin"]  # the bytes held: 1.4 kB
+    assert returned.refused == [
+        ("huge.bin", "it is 5 kB, over the limit of 1 kB per file"),
+        ("b.bin", "with it the files come to more than the limit of 1.5 kB per message"),
+    ]
