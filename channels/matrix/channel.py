@@ -111,6 +111,14 @@ class MatrixChannel(Channel[MatrixSettings]):
             store_access_token=True,
         )
 
+    async def _sign_in_again(self, client: Client, crypto: Crypto) -> None:
+        """After "log out of all devices": the same device again, its keys uploaded again
+        (the homeserver deleted them with the old login; without them no one can encrypt for
+        the bot).
+        """
+        await self._login(client)
+        await crypto.share_keys_again()
+
     async def check(self) -> str:
         try:
             client = await self._connect()
@@ -171,7 +179,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         )
         self.sync.crypto = crypto.step
         if settings.matrix_access_token is None:
-            self.sync.sign_in = partial(self._login, client)
+            self.sync.sign_in = partial(self._sign_in_again, client, crypto)
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
         self.sync.start()

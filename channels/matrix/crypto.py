@@ -153,6 +153,13 @@ class Crypto:
             raise
         return cls(client, db, machine)
 
+    async def share_keys_again(self) -> None:
+        """Upload the device's keys again (a new login as the same device)."""
+        account = self.machine.account
+        assert account is not None  # loaded in ``open``
+        account.shared = False
+        await self.machine.share_keys()
+
     async def close(self) -> None:
         await self.db.stop()
 
