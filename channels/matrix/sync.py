@@ -16,16 +16,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mautrix.api import Method, Path
 from mautrix.client import ClientAPI
 from mautrix.errors import MatrixError, MUnknownToken
-from mautrix.types import (
-    FilterID,
-    Membership,
-    PaginationDirection,
-    PresenceState,
-    RoomID,
-    SyncToken,
-)
+from mautrix.types import FilterID, PresenceState, RoomID, SyncToken
 
 from gateway.api import Store, StoreUnavailable
 
@@ -38,6 +32,7 @@ log = logging.getLogger("slashgate.matrix")
 KEEP = 10 * 365 * 24 * 3600.0  # seconds: the position is kept for good
 RETRY_FIRST = 0.5  # seconds before the first retry of a failed sync
 RETRY_CAP = 30.0
+JOINS_LOOKED_AT = 20  # the bot's latest membership events read for its join in a room
 
 
 # Everything of a room's timeline since the last sync (up to a hundred events) but the bot's
@@ -150,17 +145,22 @@ class Sync:
         """When the bot last joined ``room_id`` (its homeserver's clock, milliseconds): a
         room new to this run may come with its history, which the bot must not answer (a
         command planted before it was invited would run). Its own events are not in its sync
-        (``sync_filter``), so it asks the room for its latest membership event.
+        (``sync_filter``), so it asks the room for its latest membership events: the newest
+        join that was one (a profile change is a "join" after a join, not a new one).
         """
         only = {"types": ["m.room.member"], "senders": [str(self.client.mxid)]}
-        # A NamedTuple made by call, which mypy cannot read: hence Any.
-        found: Any = await self.client.get_messages(
-            RoomID(room_id), PaginationDirection.BACKWARD, limit=1, filter_json=only
-        )
-        for event in found.events:
-            if getattr(event.content, "membership", None) == Membership.JOIN:
-                return int(event.timestamp)
-        return 0
+        path = Path.v3.rooms[RoomID(room_id)].messages
+        query = {"dir": "b", "limit": str(JOINS_LOOKED_AT), "filter": json.dumps(only)}
+        found = await self.client.api.request(Method.GET, path, query_params=query)
+        joined = 0
+        for event in found.get("chunk", []):
+            if not isinstance(event, dict) or event.get("content", {}).get("membership") != "join":
+                continue
+            joined = int(event.get("origin_server_ts", 0))
+            before = event.get("unsigned", {}).get("prev_content", {}).get("membership")
+            if before != "join":
+                break  # the join itself; else the oldest seen, profile changes after it
+        return joined
 
     async def handle(self, data: dict[str, Any], first: bool) -> None:
         """One batch: its crypto, invitations, rooms left, then each joined room's state

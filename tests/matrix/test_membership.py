@@ -18,8 +18,9 @@ from contract import Command
 from tests.access.cli import access, stored
 from tests.telegram.helpers import Scripted
 
-from .conftest import Outcomes, Start, channel_of
-from .person import Person
+from .conftest import BOT, Outcomes, Start, channel_of
+from .person import Person, person
+from .synapse import Synapse
 from .test_rooms import bob, group_room
 
 pytestmark = pytest.mark.xdist_group("matrix")
@@ -136,3 +137,20 @@ async def test_a_kick_stops_the_turn_running_in_the_room(
         await alice.client.kick_user(RoomID(room), UserID(bot_id), reason="enough")
         _, outcome = await outcomes.of(asked)
         assert outcome.reply is not None and outcome.reply.stop_reason == "cancelled"
+
+
+async def test_what_was_written_while_down_is_answered_after_a_profile_change(
+    matrix: Start, synapse: Synapse, alice: Person, bot_id: str, tmp_path: Path
+) -> None:
+    # A new display name is a "join" after a join: not the bot's join, so not where the
+    # room's history for the bot begins.
+    kept = {"store": "sqlite", "state_path": str(tmp_path / "state.sqlite3")}
+    async with matrix(**kept):
+        room = await alice.room_with(bot_id)
+        first = await alice.send(room, "/echo one")
+        await alice.shows(room, first, bot_id, "one")
+    down = await alice.send(room, "/echo while down")
+    async with person(synapse.url, synapse.account(BOT)) as bot:
+        await bot.client.set_displayname("gw bot, renamed")
+    async with matrix(**kept):
+        await alice.shows(room, down, bot_id, "while down")
