@@ -139,10 +139,14 @@ class Intake:
         elif task.exception() is not None:
             log.error("event %s failed", event_id, exc_info=task.exception())
 
-    async def left(self, room_id: str) -> None:
+    def left(self, room_id: str) -> None:
         """The bot is out of ``room_id`` (kicked, banned, gone): the turns running there (its
-        threads' too) stop, as no one there would see their answers.
+        threads' too) stop, as no one there would see their answers; in the background, as
+        a stop may wait for the runtime (the sync goes on meanwhile).
         """
+        self._tasks.spawn(self._stop_turns(room_id))
+
+    async def _stop_turns(self, room_id: str) -> None:
         within = f"{room_id}|"
         stopped = await self.gateway.stop_turns(
             self.channel, lambda c: c == room_id or c.startswith(within)

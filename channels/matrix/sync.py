@@ -179,7 +179,7 @@ class Sync:
             self.known.discard(room_id)
             # Kicked, banned or gone: a turn running there (its threads' too) has no one to
             # answer, and a moderator's kick is how a room stops the bot.
-            await self.intake.left(room_id)
+            self.intake.left(room_id)
         fresh = []
         for room_id, room in rooms.get("join", {}).items():
             timeline = room.get("timeline", {}).get("events", [])
