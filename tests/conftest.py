@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,21 @@ def pytest_configure(config: pytest.Config) -> None:
     if not controller:
         for module in _WARM:
             importlib.import_module(module)
+
+
+@pytest.fixture(autouse=True)
+def _logging_put_back() -> Iterator[None]:
+    """A test that runs the CLI in-process (``main([...])``) configures the process's logging
+    on the stderr pytest captured for that test, closed after it: a later test's log line
+    then failed ("Logging error ... I/O operation on closed file"). Put back as it was.
+    """
+    root, ready = logging.getLogger(), logging.getLogger("slashgate.ready")
+    saved = (root.handlers[:], root.level, ready.handlers[:], ready.level, ready.propagate)
+    yield
+    root.handlers[:], ready.handlers[:] = saved[0], saved[2]
+    root.setLevel(saved[1])
+    ready.setLevel(saved[3])
+    ready.propagate = saved[4]
 
 
 def pytest_sessionfinish() -> None:
