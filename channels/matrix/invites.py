@@ -12,7 +12,7 @@ from typing import Any
 
 from mautrix.client import ClientAPI
 from mautrix.errors import MatrixError
-from mautrix.types import RoomID
+from mautrix.types import EventType, RoomID
 
 from gateway.api import GatewayAPI, InboundMessage
 
@@ -22,19 +22,25 @@ from .settings import MatrixSettings
 log = logging.getLogger("slashgate.matrix")
 
 
-def invitation(me: str, room: dict[str, Any]) -> tuple[str, bool] | None:
-    """(the inviter, whether it is a direct chat) from an invited room's stripped state."""
+def invitation(me: str, room: dict[str, Any]) -> tuple[str, bool, str | None] | None:
+    """(the inviter, whether it is a direct chat, the room it replaces if it says so) from an
+    invited room's stripped state.
+    """
     events = room.get("invite_state", {}).get("events", [])
+    found: tuple[str, bool] | None = None
+    predecessor = None
     for event in events if isinstance(events, list) else []:
-        if (
-            isinstance(event, dict)
-            and event.get("type") == "m.room.member"
-            and event.get("state_key") == me
-        ):
-            content = event.get("content")
-            direct = isinstance(content, dict) and content.get("is_direct") is True
-            return str(event.get("sender", "")), direct
-    return None
+        if not isinstance(event, dict):
+            continue
+        content = event.get("content")
+        content = content if isinstance(content, dict) else {}
+        if event.get("type") == "m.room.member" and event.get("state_key") == me:
+            found = str(event.get("sender", "")), content.get("is_direct") is True
+        elif event.get("type") == "m.room.create":
+            before = content.get("predecessor")
+            if isinstance(before, dict) and isinstance(before.get("room_id"), str):
+                predecessor = before["room_id"]
+    return None if found is None else (*found, predecessor)
 
 
 class Invites:
@@ -52,9 +58,13 @@ class Invites:
         self.channel = channel
         self.settings = settings
 
-    async def welcome(self, room_id: str, inviter: str, direct: bool) -> bool:
+    async def welcome(
+        self, room_id: str, inviter: str, direct: bool, predecessor: str | None = None
+    ) -> bool:
         """Whether the invitation is accepted (the room joined) or refused (left)."""
-        if not await self.accepts(room_id, inviter, direct):
+        if not await self.accepts(room_id, inviter, direct) and not (
+            predecessor and await self.upgrade_of_allowed(room_id, predecessor, inviter)
+        ):
             await self.leave(room_id, "not allowed here")
             log.info("refused the invitation to %s by %s", room_id, inviter)
             return False
@@ -72,6 +82,35 @@ class Invites:
                 log.info("left %s: invited as a direct chat by %s, a group", room_id, inviter)
                 return False
         log.info("joined %s (invited by %s)", room_id, inviter)
+        return True
+
+    async def upgrade_of_allowed(self, room_id: str, predecessor: str, inviter: str) -> bool:
+        """Whether ``room_id`` replaces a room the inviter may talk in, as that room's own
+        tombstone says (an admin's word there; a room's ``predecessor`` is its creator's
+        word, which anyone can write): then it is allowed as the old room was.
+        """
+        if self.settings.matrix_group_policy != "allowlist":
+            return False
+        try:
+            tombstone = await self.client.get_state_event(
+                RoomID(predecessor), EventType.ROOM_TOMBSTONE
+            )
+        except MatrixError:
+            return False
+        if getattr(tombstone, "replacement_room", None) != room_id:
+            return False
+        asking = InboundMessage(
+            channel=self.channel,
+            conversation=predecessor,
+            user=inviter,
+            text="",
+            direct=False,
+            groups=(predecessor,),
+        )
+        if not await self.gateway.access.lets_talk(asking):
+            return False
+        await self.gateway.access.allow_group(self.channel, room_id, inviter)
+        log.info("%s replaces %s (upgraded): allowed as it was", room_id, predecessor)
         return True
 
     async def leave(self, room_id: str, reason: str) -> None:

@@ -1,8 +1,10 @@
 """Where the bot is and what it owes each room, under the real access defaults: a room of
 the homeserver's default version can be allowed, a room an owner invites the bot to is
-allowed, a room's history before the bot joined is not answered, a "direct" invitation to a
-room of several people is a group's, the bot leaves a room everyone else left, and a kick
-stops the turn running in the room. Found by trying the channel as users and strangers do.
+allowed, an allowed room's upgrade is allowed as it was (on the old room's tombstone, not on
+the new room's word), a room's history before the bot joined is not answered, a "direct"
+invitation to a room of several people is a group's, the bot leaves a room everyone else
+left, and a kick stops the turn running in the room. Found by trying the channel as users
+and strangers do.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from mautrix.api import Method
+from mautrix.api import Path as Path_
 from mautrix.types import RoomCreatePreset, RoomID, UserID
 
 from channels.matrix.invites import Invites
@@ -154,3 +158,29 @@ async def test_what_was_written_while_down_is_answered_after_a_profile_change(
         await bot.client.set_displayname("gw bot, renamed")
     async with matrix(**kept):
         await alice.shows(room, down, bot_id, "while down")
+
+
+async def test_an_allowed_room_upgraded_is_allowed_as_it_was(
+    matrix: Start, alice: Person, bob: Person, bot_id: str, tmp_path: Path
+) -> None:
+    settings, cli = stored(tmp_path)
+    async with matrix(**{**settings, "matrix_group_policy": "open"}):
+        room = await group_room(bob, alice, bot=bot_id)  # bob's: he is its admin
+    assert (await access(cli, "allow", "matrix", room)).status == 0
+    async with matrix(**settings):  # allowlist, no owner: only the listed room is answered
+        upgrade = Path_.v3.rooms[RoomID(room)].upgrade
+        answer = await bob.client.api.request(Method.POST, upgrade, {"new_version": "12"})
+        new = answer["replacement_room"]
+        for invitee in (bot_id, alice.me):  # the new room is invite-only, as the old one
+            await bob.client.invite_user(RoomID(new), UserID(invitee))
+        await alice.join(new)
+        await bob.until(lambda: bob.joined(new, bot_id) and bob.joined(new, alice.me))
+        asked = await bob.send(new, "/echo upgraded", **mentioning(bot_id))
+        await bob.shows(new, asked, bot_id, "upgraded")
+        # A room that only says it replaces the allowed one (its creator's word) is not.
+        claimed = await bob.client.create_room(
+            preset=RoomCreatePreset.PRIVATE,
+            invitees=[UserID(alice.me), UserID(bot_id)],
+            creation_content={"predecessor": {"room_id": room}},
+        )
+        await bob.until(lambda: bob.left(str(claimed), bot_id))
