@@ -99,15 +99,7 @@ class Invites:
             return False
         if getattr(tombstone, "replacement_room", None) != room_id:
             return False
-        asking = InboundMessage(
-            channel=self.channel,
-            conversation=predecessor,
-            user=inviter,
-            text="",
-            direct=False,
-            groups=(predecessor,),
-        )
-        if not await self.gateway.access.lets_talk(asking):
+        if not await self._lets_talk(predecessor, inviter, False):
             return False
         await self.gateway.access.allow_group(self.channel, room_id, inviter)
         log.info("%s replaces %s (upgraded): allowed as it was", room_id, predecessor)
@@ -133,12 +125,16 @@ class Invites:
             if not direct:  # the room the owner brought the bot to is allowed, or it is mute
                 await access.allow_group(self.channel, room_id, inviter)
             return True
+        return await self._lets_talk(room_id, inviter, direct)
+
+    async def _lets_talk(self, room_id: str, user: str, direct: bool) -> bool:
+        """Whether the access policy lets ``user`` talk in ``room_id`` (a room or a DM)."""
         asking = InboundMessage(
             channel=self.channel,
             conversation=room_id,
-            user=inviter,
+            user=user,
             text="",
             direct=direct,
             groups=() if direct else (room_id,),
         )
-        return await access.lets_talk(asking)
+        return await self.gateway.access.lets_talk(asking)

@@ -117,7 +117,7 @@ class Sync:
                 await self.store.remember(self.key, since, KEEP)
             except asyncio.CancelledError:
                 raise
-            except (MatrixError, OSError, StoreUnavailable, KeyError, TimeoutError) as exc:
+            except Exception as exc:  # any: a sync task that ended would leave the bot deaf
                 self.failing = f"sync failed: {type(exc).__name__}: {exc}"
                 if isinstance(exc, MUnknownToken) and self.sign_in is not None:
                     # The token was revoked (a "log out everywhere"): a bot with a password
@@ -127,13 +127,10 @@ class Sync:
                         self.failing += "; signed in again"
                     except (MatrixError, OSError) as again:
                         self.failing += f"; signing in again failed: {again}"
-                log.warning("%s; trying again in %.1f s", self.failing, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_CAP)
-                continue
-            except Exception as exc:  # a bug, or what an event made of one: said, not deaf
-                self.failing = f"sync failed: {type(exc).__name__}: {exc}"
-                log.exception("%s; trying again in %.1f s", self.failing, delay)
+                expected = (MatrixError, OSError, StoreUnavailable, KeyError, TimeoutError)
+                # Not one of the expected failures: a bug, or what an event made of one.
+                report = log.warning if isinstance(exc, expected) else log.exception
+                report("%s; trying again in %.1f s", self.failing, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_CAP)
                 continue
