@@ -17,7 +17,9 @@ COPY contract ./contract
 COPY gateway ./gateway
 COPY channels ./channels
 COPY slashgate ./slashgate
-RUN pip wheel --quiet --no-deps --wheel-dir /wheels . && pip install --quiet /wheels/*.whl && rm -rf /src /wheels
+# With the Matrix channel's extra (mautrix, python-olm's manylinux wheel): Element's direct
+# messages are encrypted, and a Matrix bot without it cannot read them.
+RUN pip install --quiet ".[matrix]" && rm -rf /src
 
 USER slashgate
 WORKDIR /home/slashgate

@@ -43,6 +43,7 @@ class Image:
     command: list[str] = field(default_factory=list)
     healthcheck: list[str] = field(default_factory=list)
     base: str = ""  # the FROM line
+    extras: set[str] = field(default_factory=set)  # the package's extras its pip installs
 
     def path(self, name: str) -> Path:
         """A path as the image's instructions write it, in the folder that stands for it."""
@@ -85,13 +86,11 @@ async def run_step(image: Image, step: str, env: dict[str, str]) -> None:
             shutil.rmtree(image.path(name))
         return
     assert argv[0] == "pip", f"a RUN step this test does not know: {step}"
-    options = [a for a in argv[1:] if a.startswith("-") and a != "--wheel-dir"]
-    if argv[1] == "wheel":
-        assert options == ["--quiet", "--no-deps"], step  # its dependencies come with install
-        wheels = image.path(argv[argv.index("--wheel-dir") + 1])
-        assert argv[-1] == "."
-        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels)]
-        command += [".", "--no-build-isolation", "--no-index", "--quiet"]
+    options = [a for a in argv[1:] if a.startswith("-")]
+    if argv[1:] == ["install", "--quiet", ".[matrix]"]:  # the source tree, Matrix's extra too
+        command = [sys.executable, "-m", "pip", "--python", image.python, "install", "."]
+        command += ["--no-deps", "--no-build-isolation", "--no-index", "--quiet"]
+        image.extras.add("matrix")
     else:  # the files it names, globs expanded, in the image's folder
         files = [p for a in argv[2:] if "/" in a for p in sorted(glob.glob(str(image.path(a))))]
         assert argv[1] == "install" and options == ["--quiet"] and files, step
@@ -155,6 +154,7 @@ async def base_image(tmp_path: Path) -> Image:
     assert image.user != "root"
     assert image.command[:4] == ["slashgate", "serve", "--host", "0.0.0.0"]
     assert not (image.fs / "src").exists()  # the source tree is gone; the wheel is installed
+    assert "matrix" in image.extras  # Matrix's encrypted rooms need mautrix and python-olm
     assert image.path(".slashgate").stat().st_mode & 0o777 == 0o700  # the volume's owner
     for module in ("gateway", "slashgate"):  # the public API too (docs/extending.md)
         status, where = await run(
