@@ -11,6 +11,7 @@ JSON, the content's two texts and the event's own fields together).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,15 @@ class Chunk:
 HTML = dialect(breaks=True)
 
 
+# Words of letters and digits, single spaces between them: nothing Markdown or HTML reads
+# as more than text, so one paragraph of itself (most short replies, without the parser's
+# 20 us; tests/matrix/test_render.py holds it to the parser's output).
+PLAIN = re.compile(r"[^\W_]+(?: [^\W_]+)*")
+
+
 def html(markdown: str) -> str:
+    if PLAIN.fullmatch(markdown):
+        return f"<p>{markdown}</p>"
     return HTML.render(markdown).rstrip("\n")
 
 

@@ -36,15 +36,17 @@ JOINS_LOOKED_AT = 20  # the bot's latest membership events read for its join in 
 
 
 # Everything of a room's timeline since the last sync (up to a hundred events) but the bot's
-# own (each of its replies would wake its sync for nothing), members loaded lazily (``Rooms``
-# asks for a room's members when it needs them), no presence.
+# own (each of its replies would wake its sync for nothing), no presence. Members are not
+# loaded lazily: Synapse then sends a person's member event again in each room's batch once
+# they write in several rooms, and marks their device list changed each time (synapse#6162),
+# crypto work with every message for nothing. ``Rooms`` asks for a room's members when it needs
+# them.
 def sync_filter(me: str) -> str:
     return json.dumps(
         {
             "presence": {"not_types": ["*"]},
             "room": {
                 "timeline": {"limit": 100, "not_senders": [me]},
-                "state": {"lazy_load_members": True},
                 "ephemeral": {"not_types": ["*"]},
             },
         },

@@ -1,6 +1,6 @@
-"""The crypto side of a sync applies each state event once: lazy-loaded members come again
-with every batch of their messages (a store write each, most of the Matrix channel's CPU a
-message), while a new event of the same member (a leave, a new device's join) is applied.
+"""The crypto side of a sync applies each state event once: a batch handled again after a
+failure brings its state again (a store write each), while a new event of the same member (a
+leave, a new device's join) is applied. Why members are not loaded lazily: test_encrypted.py.
 """
 
 from __future__ import annotations

@@ -169,6 +169,37 @@ async def test_an_encrypted_direct_message_is_read_and_answered_encrypted_across
         assert relates(prompt[0]).get("m.in_reply_to") == {"event_id": asked}
 
 
+async def test_a_conversation_does_no_device_list_work_for_every_message(
+    matrix: Start, synapse: Synapse, bot_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With members loaded lazily, Synapse marks a sender's device list as changed in each
+    # batch that carries their messages (synapse#6162): crypto store reads (and, for a
+    # person the bot encrypts for, a key query) with every message, for nothing.
+    async with person(synapse.url, synapse.account("erin")) as erin, matrix() as served:
+        crypto = channel_of(served).crypto
+        assert crypto is not None
+        changed: list[list[str]] = []
+        handle = crypto.machine.handle_device_lists
+
+        async def spy(lists: Any) -> None:
+            changed.append(list(lists.changed))
+            await handle(lists)
+
+        monkeypatch.setattr(crypto.machine, "handle_device_lists", spy)
+        # Two rooms with the bot, written in turn: Synapse remembers one member event a
+        # person for the lazy loading, so each room's batch sends theirs again.
+        rooms = [await erin.room_with(bot_id), await erin.room_with(bot_id)]
+        for room in rooms:
+            first = await erin.send(room, "/echo one")
+            await erin.shows(room, first, bot_id, "one")
+        changed.clear()
+        for text in ("two", "three", "four"):
+            for room in rooms:
+                sent = await erin.send(room, f"/echo {text}")
+                await erin.shows(room, sent, bot_id, text)
+        assert changed == []
+
+
 async def test_under_cross_signed_trust_only_a_cross_signed_device_gets_keys_and_is_run(
     matrix: Start, synapse: Synapse, bot_id: str, caplog: pytest.LogCaptureFixture
 ) -> None:
