@@ -1,6 +1,7 @@
 """The one owner of an input's life once it reaches the gateway: its place in its
-conversation's arrival order, its user told once how it ended (the reply, the attachment
-refusal, a bug in the pipeline, the channel stopping mid-turn), and the journal's end,
+conversation's arrival order (and, until its turn, among the inputs that may be withdrawn),
+its user told once how it ended (the reply, the attachment refusal, a bug in the pipeline,
+the channel stopping mid-turn; nothing when it was withdrawn), and the journal's end,
 decided here from what the sink says it delivered. The same for every channel: a chain of
 small steps around the intake stage, composed once when the gateway is built (as aiogram
 composes its middlewares, but not per call): each step is bound to the next in front of it.
@@ -23,6 +24,7 @@ from .delivery import NO_SINK, Delivery
 from .inbound import InboundMessage, Outcome, Reply, ReplySink
 from .journal import Journal
 from .state import Entry
+from .withdrawals import Withdrawals
 
 log = logging.getLogger("slashgate.core")
 
@@ -40,10 +42,12 @@ class Answering:
         arrivals: Arrivals,
         contracts: Contracts,
         delivery: Delivery,
+        withdrawals: Withdrawals,
         intake: Stage,
     ) -> None:
         self._journal = journal
         self._arrivals = arrivals
+        self._withdrawals = withdrawals
         self._contracts = contracts
         self._delivery = delivery
         self._intake = intake
@@ -96,7 +100,7 @@ class Answering:
 
     async def _arrive(self, message: Given, sink: ReplySink, entry: Entry | None) -> Outcome:
         """Its place in the conversation's arrival order (taken by ``accept``, or now), let
-        go of however it ends.
+        go of however it ends; withdrawable meanwhile, until its turn starts.
         """
         place = entry.place if entry is not None else None
         if not isinstance(message, InboundMessage):
@@ -108,11 +112,14 @@ class Answering:
                 raise
         if place is None:
             place = self._arrivals.arrive(message.key)
+        withdrawable = self._withdrawals.arrive(message, place)
         try:
             return await self._intake(message, sink, entry, place)
         finally:
             if not place.settled:  # refused or failed on its way: the line goes on
                 self._arrivals.settle(place)
+            if withdrawable is not None:
+                self._withdrawals.leave(withdrawable, place)
 
     async def done(self, entry: Entry) -> None:
         """The input of ``entry`` needs nothing more (never handled: not for the bot, say):

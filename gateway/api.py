@@ -193,6 +193,15 @@ class GatewayAPI(Protocol):
         (the sink's ``finished`` says whether the final reply reached them).
         """
 
+    def withdraw(self, channel: str, message_id: str, user: str) -> str | None:
+        """Take back the input ``message_id`` (its ``InboundMessage.message_id``) that
+        ``user`` sent in ``channel``, while it still waits for its turn (the person deleted or
+        edited it): it never reaches the runtime, ``handle`` returns without a reply (its
+        sink's ``final`` is not called) and its journal entry ends. The id of the
+        conversation it was in; None when no such input waits (never handed in, someone
+        else's, running, answered). The message ids must name one input in the channel.
+        """
+
     async def preview(self, message: InboundMessage) -> Outcome:
         """What ``handle`` would do with ``message``, running nothing."""
 

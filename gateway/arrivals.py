@@ -9,18 +9,34 @@ access book) or the channel (a "queued" reaction).
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
+
+
+class RunQueue(Protocol):
+    """A conversation's run queue as a withdrawal sees it (``Conversation``)."""
+
+    def withdraw(self, waiter: asyncio.Future[bool]) -> bool: ...
+
+
+Queued = tuple[RunQueue, asyncio.Future[bool]]  # where a queued input waits, and its waiter
 
 
 class Place:
-    """One input's place in its conversation's line, until it queued for its turn or left."""
+    """One input's place in its conversation's line, until it queued for its turn or left;
+    then, until its turn starts, where it waits in the run queue, should it be withdrawn
+    (gateway/withdrawals.py).
+    """
 
-    __slots__ = ("first", "key", "settled", "waiter")
+    __slots__ = ("first", "key", "queue", "settled", "started", "waiter", "withdrawn")
 
     def __init__(self, key: str, first: bool) -> None:
         self.key = key
         self.first = first  # no input before it is still on its way: it need not wait
         self.settled = False
         self.waiter: asyncio.Future[None] | None = None  # made only when it has to wait
+        self.queue: Queued | None = None  # where it waits for the run slot, once it queued
+        self.started = False  # its turn started: too late to withdraw it
+        self.withdrawn = False  # withdrawn before its turn: it never runs
 
 
 class Arrivals:

@@ -2,7 +2,8 @@
 waits for the conversation's running turn (``queue``), is turned away (``reject``, or a
 command: a command never waits) or stops that turn (``interrupt``); across replicas with a
 shared store. An input takes its place in the queue in its conversation's arrival order, and
-before the sink's ``accepted``/``queued`` hooks are awaited.
+before the sink's ``accepted``/``queued`` hooks are awaited. One withdrawn before its turn
+started (gateway/withdrawals.py) leaves here, or the queue, without running.
 """
 
 from __future__ import annotations
@@ -42,23 +43,32 @@ class Busy:
         self._runs = runs
 
     async def admit(self, turn: Admitted) -> Outcome:
-        """Run ``turn`` once the conversation's slot is its own, or answer "busy"."""
+        """Run ``turn`` once the conversation's slot is its own, or answer "busy"; nothing
+        for a turn withdrawn before it started (gateway/withdrawals.py).
+        """
         conv, policy, slash = turn.conv, self._settings.busy_policy, turn.name is not None
+        place = turn.place
         if (slash or policy != "queue") and self._journal.shared:
             if policy == "interrupt" and not slash:
                 await self._journal.cancel_elsewhere(conv.key)
             elif await self._journal.running_elsewhere(conv.key):  # busy on another replica
                 return await self._busy(turn)
-        if not turn.place.first:  # the inputs that came before it queue first
-            await self._arrivals.turn(turn.place)
+        if not place.first:  # the inputs that came before it queue first
+            await self._arrivals.turn(place)
         if conv.try_acquire():
-            self._arrivals.settle(turn.place)
+            if place.withdrawn:  # on its way here: the slot is not its to keep
+                conv.release()
+                return self._withdrawn(turn)
+            place.started = True
+            self._arrivals.settle(place)
             if "accepted" in turn.hooks:
                 accepting = turn.sink.accepted(turn.result, turn.forwarded)
                 try:  # ``safely``, in place: most turns pass here
                     await accepting
                 except Exception:
                     log.exception(RENDER_FAILED)
+        elif place.withdrawn:
+            return self._withdrawn(turn)
         elif (
             slash
             or policy == "reject"
@@ -68,7 +78,8 @@ class Busy:
         else:
             ahead = conv.queued + 1
             waiter = conv.line_up(front=policy == "interrupt")  # its place, before any await
-            self._arrivals.settle(turn.place)
+            place.queue = (conv, waiter)
+            self._arrivals.settle(place)
             try:
                 if "accepted" in turn.hooks:
                     await safely(turn.sink.accepted(turn.result, turn.forwarded))
@@ -79,10 +90,17 @@ class Busy:
             except BaseException:
                 conv.leave_line(waiter)
                 raise
-            await conv.wait(waiter)
+            if not await conv.wait(waiter):  # withdrawn while it waited
+                return self._withdrawn(turn)
+            place.started = True
         return await self._runs.turn(turn)
 
     async def _busy(self, turn: Admitted) -> Outcome:
         self._arrivals.settle(turn.place)
         busy = self._contracts.failure("busy", turn.name)
         return await self._delivery.finish(turn.sink, turn.result, None, busy)
+
+    def _withdrawn(self, turn: Admitted) -> Outcome:
+        """No run and no reply: its channel took it back."""
+        self._arrivals.settle(turn.place)
+        return self._delivery.drop(turn.result)

@@ -142,7 +142,7 @@ class Conversation:
         self.after_cancel = False  # the last turn ended cancelled
         self.users = 0  # inputs being handled right now: never evicted meanwhile
         self._owned = False
-        self._waiters: deque[asyncio.Future[None]] | None = None  # made when one waits
+        self._waiters: deque[asyncio.Future[bool]] | None = None  # made when one waits
         # The contract of this conversation's inventory, for one bot username (a
         # conversation key belongs to one channel, so to one bot), made and kept by
         # ``Contracts.of``; dropped here when the inventory changes. Weak: see there.
@@ -248,14 +248,14 @@ class Conversation:
 
     async def acquire(self, front: bool = False) -> None:
         if not self.try_acquire():
-            await self.wait(self.line_up(front))
+            await self.wait(self.line_up(front))  # nothing withdraws this waiter
 
-    def line_up(self, front: bool = False) -> asyncio.Future[None]:
+    def line_up(self, front: bool = False) -> asyncio.Future[bool]:
         """Take a place in the queue for the run slot, which is taken (``try_acquire``
         failed), now (at its ``front``: ahead of the others): ``wait`` for the future it
         returns, or ``leave_line``.
         """
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         if self._waiters is None:
             self._waiters = deque()
         if front:
@@ -264,18 +264,31 @@ class Conversation:
             self._waiters.append(waiter)
         return waiter
 
-    async def wait(self, waiter: asyncio.Future[None]) -> None:
-        """Until the slot is handed to ``waiter`` (``line_up``)."""
+    async def wait(self, waiter: asyncio.Future[bool]) -> bool:
+        """Until the slot is handed to ``waiter`` (``line_up``): True; False when it was
+        withdrawn from the queue first (``withdraw``), and the slot is not its.
+        """
         try:
-            await waiter
+            return await waiter
         except BaseException:
             self.leave_line(waiter)
             raise
 
-    def leave_line(self, waiter: asyncio.Future[None]) -> None:
+    def withdraw(self, waiter: asyncio.Future[bool]) -> bool:
+        """Take ``waiter`` out of the queue before the slot came to it (its input was
+        withdrawn): its ``wait`` returns False. False when the slot is its already.
+        """
+        if waiter.done() or not self._waiters or waiter not in self._waiters:
+            return False
+        self._waiters.remove(waiter)
+        waiter.set_result(False)
+        return True
+
+    def leave_line(self, waiter: asyncio.Future[bool]) -> None:
         """``waiter`` gives up its place (cancelled): the slot goes on if it had it already."""
         if waiter.done() and not waiter.cancelled():
-            self.release()  # ownership was handed over as we were cancelled: pass it on
+            if waiter.result():  # handed over as we were cancelled (not withdrawn): pass it on
+                self.release()
         elif self._waiters and waiter in self._waiters:  # release() may have dropped it
             self._waiters.remove(waiter)
 
@@ -283,7 +296,7 @@ class Conversation:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)  # ownership passes straight to the next in line
+                waiter.set_result(True)  # ownership passes straight to the next in line
                 return
         self._waiters = None
         self._owned = False

@@ -35,6 +35,7 @@ from .settings import CoreSettings
 from .state import StateStore, TimedStore, open_store
 from .stopping import Stopper
 from .tasks import BackgroundTasks
+from .withdrawals import Withdrawals
 
 
 class Gateway:
@@ -76,7 +77,10 @@ class Gateway:
             self.journal, self.metrics, contracts, conversations, router, delivery, access, arrivals
         )
         # The one owner of an input's life: its place, its answer once, the journal's end.
-        answering = Answering(self.journal, arrivals, contracts, delivery, intake.handle)
+        withdrawals = Withdrawals()
+        answering = Answering(
+            self.journal, arrivals, contracts, delivery, withdrawals, intake.handle
+        )
         self._recovery = Recovery(
             settings,
             self.journal,
@@ -93,6 +97,7 @@ class Gateway:
         self.done = answering.done
         self.lead = self.journal.lead
         self.handle = answering.handle
+        self.withdraw = withdrawals.withdraw
         self.classify = router.classify
         self.preview = router.preview
         self.stop_run = stopper.stop_run

@@ -110,7 +110,11 @@ class Intake:
                     why = None
                     if conv.session is None or not conv.inventory_known.is_set():
                         why = await self._ready(conv, message)
-                    if why is None:
+                    if place.withdrawn:  # while it waited for its session: nothing to do
+                        outcome = self._delivery.drop(
+                            self._contracts.host(message.bot_username).classify(message.text)
+                        )
+                    elif why is None:
                         outcome = await self._router.route(conv, message, sink, entry, place)
                     else:  # the runtime cannot open a session: one reply, not a crash
                         outcome = await self._refuse(message, sink, why)

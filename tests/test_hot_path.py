@@ -5,14 +5,15 @@ place (``events.Answered``: no deadline, no coroutine of the run); the whole inp
 no pass of the event loop. A sink's hooks are looked up once per class, and the ones its class
 does not override are never called. Routing asks for no rejection text for the kinds that
 run (``contract.RUNS``); the hot hooks (``accepted``, ``delta``) are guarded in place, not
-through ``delivery.safely``; a journal entry is encoded by joining the C encoder's pieces.
+through ``delivery.safely``; a journal entry is encoded by joining the C encoder's pieces. An
+input that may be withdrawn before its turn costs one dict entry, no pass of the loop.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, NoReturn, get_args
 
 import pytest
@@ -55,22 +56,40 @@ def refused(*args: Any, **kwargs: Any) -> NoReturn:
     raise AssertionError("the hot path took the long way")
 
 
+def at_once(handling: Coroutine[Any, Any, Outcome]) -> Outcome:
+    """The outcome of ``handling`` run to its end without waiting for anything (else fail)."""
+    try:
+        handling.send(None)
+    except StopIteration as end:
+        outcome: Outcome = end.value
+        return outcome
+    handling.close()
+    raise AssertionError("the turn waited for the event loop")
+
+
 async def test_an_answer_at_hand_is_handled_without_a_pass_of_the_loop(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(routing, "contract_work", refused)
     monkeypatch.setattr(Runs, "_run", refused)
     sink = FinalSink()
-    handling = gateway.handle(message("/echo hello"), sink)
-    try:
-        handling.send(None)  # runs to its end without waiting for anything
-    except StopIteration as end:
-        outcome: Outcome = end.value
-    else:
-        handling.close()
-        raise AssertionError("the turn waited for the event loop")
+    outcome = at_once(gateway.handle(message("/echo hello"), sink))
     assert outcome.reply is not None and outcome.reply.text == "hello"
     assert sink.finals == [outcome.reply]
+
+
+async def test_an_input_that_may_be_withdrawn_still_takes_no_pass_of_the_loop(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A message id makes it withdrawable until its turn (gateway/withdrawals.py): a dict
+    # entry, and nothing to wait for.
+    monkeypatch.setattr(Runs, "_run", refused)
+    named = InboundMessage(
+        channel="test", conversation="hot", user="u1", text="/echo hi", message_id="m1"
+    )
+    outcome = at_once(gateway.handle(named, FinalSink()))
+    assert outcome.reply is not None and outcome.reply.text == "hi"
+    assert gateway.withdraw("test", "m1", "u1") is None  # answered: nothing left behind
 
 
 async def test_a_streaming_sink_gets_the_answer_at_hand_as_a_stream(gateway: Gateway) -> None:

@@ -1,5 +1,6 @@
 """What the channel reads from a room event's JSON: its text, where it was written (thread,
-reply), and whether it is something the bot takes in at all.
+reply), whether it is something the bot takes in at all, and what a redaction or an edit
+changes.
 """
 
 from __future__ import annotations
@@ -57,3 +58,50 @@ def text_of(content: dict[str, Any]) -> str:
             lines.pop(0)
         return "\n".join(lines)
     return body
+
+
+def redacted(event: dict[str, Any]) -> str | None:
+    """The event a redaction takes away: ``redacts`` at the top, or in its content (room
+    version 11).
+    """
+    if event.get("type") != "m.room.redaction":
+        return None
+    target = event.get("redacts", content_of(event).get("redacts"))
+    return target if isinstance(target, str) else None
+
+
+def edit_of(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The message an edit (``m.replace``) replaces, and its new content (a message the bot
+    takes in); None for any other event.
+    """
+    content = content_of(event)
+    related = relation(content)
+    original, new = related.get("event_id"), content.get("m.new_content")
+    if (
+        event.get("type") != "m.room.message"
+        or related.get("rel_type") != "m.replace"
+        or not isinstance(original, str)
+        or not isinstance(new, dict)
+        or new.get("msgtype") not in TEXT_TYPES + FILE_TYPES
+    ):
+        return None
+    return original, new
+
+
+def replacement(
+    edit: dict[str, Any], original: str, new: dict[str, Any], thread: str | None
+) -> dict[str, Any]:
+    """The message an edit makes: the original's id (what the person sees, and what a later
+    edit or redaction names) with the new content, in the original's thread; the edit's
+    sender and time.
+    """
+    content = {k: v for k, v in new.items() if k != "m.relates_to"}
+    if thread is not None:
+        content["m.relates_to"] = {"rel_type": "m.thread", "event_id": thread}
+    return {
+        "type": "m.room.message",
+        "event_id": original,
+        "sender": edit.get("sender"),
+        "origin_server_ts": edit.get("origin_server_ts"),
+        "content": content,
+    }

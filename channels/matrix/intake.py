@@ -1,7 +1,9 @@
 """Taking a room's events in, in the order sync gives them: a message for the bot is
 journaled (its event id the claim, so an event synced again is dropped, also after a restart)
 before the sync position moves past it, then answered in the background, a bounded number at
-once. A reaction or a number that answers a permission prompt is claimed only. Stopping lets
+once. A reaction or a number that answers a permission prompt is claimed only. The sender's
+redaction of a message that still waits for its turn withdraws it; their edit of one
+withdraws it and runs the edited text in its place (``_edited``). Stopping lets
 the answers finish for a grace period, then cancels the rest: they stay in the journal, and
 the next start recovers them.
 
@@ -25,8 +27,9 @@ from gateway.api import Entry, GatewayAPI
 from gateway.tasks import BackgroundTasks
 
 from .crypto import Crypto
-from .events import content_of, is_input, text_of
+from .events import content_of, edit_of, is_input, redacted, replacement, text_of
 from .messages import Messages
+from .outbox import Target
 
 log = logging.getLogger("slashgate.matrix")
 
@@ -52,6 +55,9 @@ class Intake:
         # a slot of the others.
         self._waits = asyncio.Semaphore(max_in_flight)
         self._tasks = BackgroundTasks()
+        # The answer of each message being answered, by its event id: an edit of one that
+        # still waits replaces it (``_edited``).
+        self._answering: dict[str, asyncio.Task[None]] = {}
 
     async def take(self, room_id: str, event: dict[str, Any]) -> None:
         """One timeline event of a joined room. Returns once it is journaled (or claimed,
@@ -76,6 +82,14 @@ class Intake:
                     await self._spawn(self._sealed(room_id, event, exc), event_id, self._waits)
                 return
         claim = f"{self.channel}:event:{event_id}"
+        target = redacted(event)
+        if target is not None:  # the person deleted a message: if it still waits, it goes
+            self.gateway.withdraw(self.channel, target, sender)
+            return
+        edit = edit_of(event)
+        if edit is not None:
+            await self._edited(room_id, event, claim, *edit)
+            return
         if event.get("type") == "m.reaction":
             if self.messages.permissions.pending(room_id, sender):
                 if await self.gateway.claim(self.channel, claim):
@@ -96,7 +110,38 @@ class Intake:
         if entry is None:
             log.info("event %s synced again: ignored", event_id)
             return
-        await self._spawn(self._answer(room_id, event, entry), event_id)
+        await self._answering_of(event_id, self._answer(room_id, event, entry), event_id)
+
+    async def _edited(
+        self, room_id: str, edit: dict[str, Any], claim: str, original: str, new: dict[str, Any]
+    ) -> None:
+        """An edit of a message that still waits for its turn: the message is withdrawn and
+        the edit runs in its place, at the back of the queue, once the message's answer is
+        done with (its ⏳ off). An edit of any other message changes nothing.
+        """
+        answering = self._answering.get(original)  # it may end while the store is awaited
+        if answering is None or not await self.gateway.claim(self.channel, claim):
+            return  # not being answered here; or an edit synced again
+        sender = str(edit["sender"])
+        conversation = self.gateway.withdraw(self.channel, original, sender)
+        if conversation is None:  # running or answered already, or not the sender's
+            return
+        event = replacement(edit, original, new, Target.of(conversation).thread)
+        body = {"room": room_id, "event": json.dumps(event, separators=(",", ":"))}
+        entry = await self.gateway.accept(self.channel, conversation, body)
+        assert entry is not None  # no claim: never a redelivery
+        answer = self._answer(room_id, event, entry, answering)
+        await self._answering_of(original, answer, str(edit["event_id"]))
+
+    async def _answering_of(self, message: str, answer: Any, event_id: str) -> None:
+        """``answer`` is what answers ``message`` (its id) now, until it ends."""
+        task = await self._spawn(answer, event_id)
+        self._answering[message] = task
+        task.add_done_callback(partial(self._answered, message))
+
+    def _answered(self, message: str, task: asyncio.Task[None]) -> None:
+        if self._answering.get(message) is task:
+            del self._answering[message]
 
     async def _sealed(self, room_id: str, event: dict[str, Any], error: DecryptionError) -> None:
         """A message the bot could not decrypt (or may not run: ``Untrusted``): without its
@@ -119,13 +164,22 @@ class Intake:
 
     async def _spawn(
         self, work: Any, event_id: str, slots: asyncio.Semaphore | None = None
-    ) -> None:
+    ) -> asyncio.Task[None]:
         slots = slots or self._slots
         await slots.acquire()
         task = self._tasks.spawn(work)
         task.add_done_callback(partial(self._done, event_id, slots))
+        return task
 
-    async def _answer(self, room_id: str, event: dict[str, Any], entry: Entry) -> None:
+    async def _answer(
+        self,
+        room_id: str,
+        event: dict[str, Any],
+        entry: Entry,
+        replaced: asyncio.Task[None] | None = None,
+    ) -> None:
+        if replaced is not None:  # the answer of the message an edit replaces ends first
+            await asyncio.wait({replaced})
         try:
             await self.messages.answer(room_id, event, entry)
         except Exception:

@@ -126,7 +126,9 @@ class Messages:
                 except AttachmentError as exc:  # one reply; nothing goes to the runtime
                     await sink.final(self.gateway.failure_reply("invalid", None, str(exc)))
                     return
-            await self.gateway.handle(inbound, sink, entry)
+            outcome = await self.gateway.handle(inbound, sink, entry)
+            if outcome.reply is None:  # withdrawn (deleted or edited while queued): its ⏳ goes
+                await sink.unqueue()
         finally:  # also when cancelled at shutdown, or the core failed before its final
             await sink.aclose()
 

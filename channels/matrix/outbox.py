@@ -46,6 +46,12 @@ class Target:
     def conversation(self) -> str:
         return self.room_id if self.thread is None else f"{self.room_id}|{self.thread}"
 
+    @classmethod
+    def of(cls, conversation: str, event_id: str | None = None) -> Target:
+        """The target in ``conversation`` (what ``conversation`` made)."""
+        room, _, thread = conversation.partition("|")
+        return cls(room, event_id, thread or None)
+
     def relation(self) -> dict[str, Any]:
         """``m.relates_to`` of a reply: in the thread, else a reply to the user's message."""
         if self.thread is not None:

@@ -73,6 +73,12 @@ class MatrixSink(Streaming, ReplySink):
         except (MatrixError, OSError) as exc:  # the reply still comes
             log.warning("queued reaction not shown: %s", exc)
 
+    async def unqueue(self) -> None:
+        """Its ⏳ taken off: its turn ended, or it never came (the input was withdrawn)."""
+        if self._queued is not None:
+            await self.outbox.redact(self.room, self._queued)
+            self._queued = None
+
     async def event(self, event: RuntimeEvent) -> None:
         if isinstance(event, FileReturned):
             self._returned.add(event)
@@ -88,9 +94,7 @@ class MatrixSink(Streaming, ReplySink):
         await self._stop_streaming()
         if self._activity is not None:
             await self._activity.finish()
-        if self._queued is not None:
-            await self.outbox.redact(self.room, self._queued)
-            self._queued = None
+        await self.unqueue()
         text = reply_text(reply) or "…"
         chunks = await off_loop(len(text), render, text)  # a long reply: off the event loop
         try:
