@@ -4,12 +4,18 @@ In a room of the bot and one person every message is; elsewhere a message is whe
 mentions the bot: ``m.mentions`` names it (what current clients send with a pill), or it
 starts with a pill to the bot (``formatted_body``), or, from clients older than
 ``m.mentions``, with the bot's name and a colon as their plain text writes a pill.
+
+The bot's name is the one the room shows (``shown``: its display name there, as its member
+event in the room says), and a pill's own text: the name the sender's client wrote, which is
+the bot's new one at once when it was renamed (its homeserver does not send the bot its own
+events, see ``sync``).
 """
 
 from __future__ import annotations
 
+import html
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,13 +25,12 @@ _PILL = re.compile(r'\s*<a\s+href="https://matrix\.to/#/([^"?]+)[^"]*"\s*>(.*?)<
 @dataclass
 class Addressing:
     user_id: str
-    names: set[str] = field(default_factory=set)  # the bot's display names, as rooms show them
 
     @property
     def localpart(self) -> str:
         return self.user_id[1:].partition(":")[0]
 
-    def addressed(self, content: dict[str, Any], text: str) -> bool:
+    def addressed(self, content: dict[str, Any], text: str, shown: str | None) -> bool:
         mentions = content.get("m.mentions")
         if isinstance(mentions, dict):
             users = mentions.get("user_ids")
@@ -33,34 +38,40 @@ class Addressing:
                 return True
         pill = self._pill(content)
         if pill is not None:
-            return pill
-        return self._named_at_start(text) is not None
+            return pill[0] == self.user_id
+        return self._named_at_start(text, {shown}) is not None
 
-    def strip_mention(self, text: str) -> str:
+    def strip_mention(self, content: dict[str, Any], text: str, shown: str | None) -> str:
         """The text with a leading mention of the bot taken off (and what followed it: a
         colon, a comma, white space); otherwise the text exactly as sent.
         """
-        end = self._named_at_start(text)
+        pill = self._pill(content)
+        written = pill[1] if pill is not None and pill[0] == self.user_id else None
+        end = self._named_at_start(text, {shown, written})
         return text if end is None else text[end:]
 
-    def _pill(self, content: dict[str, Any]) -> bool | None:
-        """True: the formatted text starts with a pill to the bot; False: to someone else;
-        None: no pill at its start.
+    def _pill(self, content: dict[str, Any]) -> tuple[str, str] | None:
+        """(whom, its text) of the pill the formatted text starts with; None: no pill at its
+        start.
         """
         formatted = content.get("formatted_body")
         if content.get("format") != "org.matrix.custom.html" or not isinstance(formatted, str):
             return None
         match = _PILL.match(formatted)
-        return None if match is None else unquote(match.group(1)) == self.user_id
+        if match is None:
+            return None
+        return unquote(match.group(1)), html.unescape(match.group(2)).strip()
 
-    def _named_at_start(self, text: str) -> int | None:
+    def _named_at_start(self, text: str, names: set[str | None]) -> int | None:
         """Where the text after a leading ``name:`` (or ``name,``, or the user id and white
-        space) addressed to the bot starts; None when it does not start so.
+        space) addressed to the bot starts, ``names`` being the bot's besides its user id and
+        localpart; None when it does not start so.
         """
         stripped = text.lstrip()
         skipped = len(text) - len(stripped)
-        for name in sorted({self.user_id, self.localpart, *self.names}, key=len, reverse=True):
-            if not name or not stripped[: len(name)].casefold() == name.casefold():
+        known = {self.user_id, self.localpart, *(n for n in names if n)}
+        for name in sorted(known, key=len, reverse=True):
+            if not stripped[: len(name)].casefold() == name.casefold():
                 continue
             rest = stripped[len(name) :]
             if rest[:1] in (":", ","):

@@ -5,12 +5,14 @@ The channel holds no contract logic. Sync (``sync``) brings invitations (``invit
 access policy accepts or refuses them) and room messages; the ``intake`` journals each
 message for the bot (``messages``: a direct room, a mention) and answers it in the
 background with a sink (``sink``) that renders for Matrix. The inventory is published to the
-rooms as the in-room bot commands proposals' state events (``commands``). Encrypted rooms
-are read and written through the bot device's keys (``crypto``).
+rooms as the in-room bot commands proposals' state events (``commands``), again when a
+room's members or its person's ownership change (``roles``). Encrypted rooms are read and
+written through the bot device's keys (``crypto``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 
@@ -33,6 +35,7 @@ from .invites import Invites
 from .messages import Messages
 from .outbox import Outbox
 from .permissions import Permissions
+from .roles import Roles
 from .rooms import Rooms
 from .settings import MatrixSettings
 from .sync import Sync
@@ -66,6 +69,8 @@ class MatrixChannel(Channel[MatrixSettings]):
         self.rooms: Rooms | None = None
         self.messages: Messages | None = None
         self._inventories: dict[str, tuple[Command, ...]] = {}  # a room's own commands
+        self.roles = Roles(partial(gateway.access.is_owner, self.name))
+        self._watch: asyncio.Task[None] | None = None
         self._stopping = False
         rate = Rate(settings.matrix_rate_global)
         self.pacer = Pacer(budget(gateway.store, f"{settings.redis_prefix}pacing:matrix", rate))
@@ -140,10 +145,6 @@ class MatrixChannel(Channel[MatrixSettings]):
         assert self.session is not None
         settings = self.settings
         me = str(client.mxid)
-        addressing = Addressing(me)
-        profile_name = await client.get_displayname(client.mxid)
-        if profile_name:
-            addressing.names.add(profile_name)
         pickle_key = settings.matrix_pickle_key
         crypto = self.crypto = await Crypto.open(
             client,
@@ -163,7 +164,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         rooms = self.rooms = Rooms(client, me)
         files = MatrixFiles(self.session, self.homeserver, lambda: client.api.token, settings)
         self.messages = Messages(
-            self.gateway, self.name, outbox, permissions, addressing, rooms, files
+            self.gateway, self.name, outbox, permissions, Addressing(me), rooms, files
         )
         self.intake = Intake(self.gateway, self.name, self.messages, crypto, MAX_IN_FLIGHT)
         self.publisher = Publisher(client, me, self._inventory_of)
@@ -183,6 +184,9 @@ class MatrixChannel(Channel[MatrixSettings]):
         self.gateway.subscribe(self.inventory_changed)
         self.gateway.subscribe_conversation(self.conversation_changed)
         self.sync.start()
+        self._watch = asyncio.create_task(
+            self.roles.watch(self.sync.known, self.publisher.changed), name="matrix owners"
+        )
 
     async def readiness(self) -> str | None:
         if self._stopping:
@@ -193,6 +197,9 @@ class MatrixChannel(Channel[MatrixSettings]):
 
     async def stop(self) -> None:
         self._stopping = True
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
         if self.sync is not None:
             await self.sync.stop()
         if self.publisher is not None:
@@ -219,18 +226,22 @@ class MatrixChannel(Channel[MatrixSettings]):
 
     async def _inventory_of(self, room: str) -> tuple[Command, ...] | None:
         """What ``room`` offers: its commands less those its people may not run (owner-only
-        ones, but in a direct room with an owner), as Telegram's menus leave them out.
+        ones, but in a direct room with an owner), as Telegram's menus leave them out; None
+        for a room the bot left meanwhile.
         """
         commands = self._inventories.get(room) or self.gateway.menu()
-        if commands is None or self.rooms is None:
+        if commands is None or self.rooms is None or self.sync is None:
             return commands
-        access = self.gateway.access
+        if room not in self.sync.known:
+            return None
         direct = await self.rooms.direct(room)
         if direct:
             (person,) = await self.rooms.members(room) - {self.rooms.me}
-            if await access.is_owner(self.name, person):
+            if await self.roles.owner(room, person):
                 return commands
-        policy = access.policy(self.name)
+        else:
+            self.roles.shared(room)
+        policy = self.gateway.access.policy(self.name)
         return tuple(c for c in commands if not policy.owner_only(c.name, not direct))
 
     def inventory_changed(self, inventory: tuple[Command, ...]) -> None:

@@ -76,7 +76,7 @@ class Messages:
         """The conversation of a message for the bot; None when it is not for the bot."""
         content = content_of(event)
         if not await self.rooms.direct(room_id):
-            if not self.addressing.addressed(content, text_of(content)):
+            if not self.addressing.addressed(content, text_of(content), self.rooms.name(room_id)):
                 return None
         return Target(room_id, thread=thread_of(content)).conversation
 
@@ -143,9 +143,10 @@ class Messages:
         content = content_of(event)
         direct = await self.rooms.direct(room_id)
         text = text_of(content)
-        if not direct and not self.addressing.addressed(content, text):
+        shown = self.rooms.name(room_id)
+        if not direct and not self.addressing.addressed(content, text, shown):
             return None
-        text = self.addressing.strip_mention(text)
+        text = self.addressing.strip_mention(content, text, shown)
         if not text.strip() and not self.files.refs(content):
             return None
         sender = str(event["sender"])

@@ -69,7 +69,7 @@ class Sync:
         intake: Intake,
         rooms: Rooms,
         invites: Invites,
-        joined: Callable[[list[str]], None],
+        changed: Callable[[list[str]], None],
         timeout: float,
     ) -> None:
         self.client = client
@@ -78,7 +78,9 @@ class Sync:
         self.intake = intake
         self.rooms = rooms
         self.invites = invites
-        self.joined = joined  # rooms the bot is in that it had not seen before
+        # Rooms whose offered commands may differ: new to the bot, or someone joined, was
+        # invited or left (a direct room with a second person is no longer one).
+        self.changed = changed
         self.timeout = timeout
         self.filter = FilterID(sync_filter(str(client.mxid)))
         self.crypto: CryptoStep | None = None
@@ -163,8 +165,9 @@ class Sync:
 
     async def handle(self, data: dict[str, Any], first: bool) -> None:
         """One batch: its crypto, invitations, rooms left, then each joined room's state
-        and timeline (messages journaled, not on the first sync). Raises StoreUnavailable
-        when a message could not be journaled: the batch comes again.
+        and timeline (messages journaled, not on the first sync), and the rooms whose
+        commands may differ told. Raises StoreUnavailable when a message could not be
+        journaled: the batch comes again.
         """
         if self.crypto is not None:
             await self.crypto(data)
@@ -179,23 +182,25 @@ class Sync:
             # Kicked, banned or gone: a turn running there (its threads' too) has no one to
             # answer, and a moderator's kick is how a room stops the bot.
             self.intake.left(room_id)
-        fresh = []
+        changed = []
         for room_id, room in rooms.get("join", {}).items():
             timeline = room.get("timeline", {}).get("events", [])
             since = 0  # milliseconds: what was written before the bot joined is not for it
-            if room_id not in self.known:
+            moved = room_id not in self.known
+            if moved:
                 if not first and any("state_key" not in event for event in timeline):
                     since = await self.joined_at(room_id)
                 self.known.add(room_id)
-                fresh.append(room_id)
             for event in room.get("state", {}).get("events", []):
-                self.rooms.seen(room_id, event)
+                moved = self.rooms.seen(room_id, event) or moved
             for event in timeline:
                 if "state_key" in event:
-                    self.rooms.seen(room_id, event)
+                    moved = self.rooms.seen(room_id, event) or moved
                 elif not first and event.get("origin_server_ts", since) >= since:
                     await self.intake.take(room_id, event)
             if self.rooms.alone(room_id):  # everyone else left: no one to answer
                 await self.invites.leave(room_id, "everyone else left")
-        if fresh:
-            self.joined(fresh)
+            elif moved:
+                changed.append(room_id)
+        if changed:
+            self.changed(changed)

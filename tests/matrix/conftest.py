@@ -62,6 +62,17 @@ def channel_of(served: Served) -> MatrixChannel:
     return channel
 
 
+def publishing(served: Served) -> MatrixChannel:
+    """The channel, publishing each room's commands without the debounce's second and
+    looking at the owners often: a test waits for each list.
+    """
+    channel = channel_of(served)
+    assert channel.publisher is not None
+    channel.publisher.debounce = 0.05
+    channel.roles.every = 0.1
+    return channel
+
+
 @pytest.fixture
 def matrix(gateway_server: Any, synapse: Synapse, bot_crypto: Path) -> Start:
     """``async with matrix(runtime=None, **settings) as served:`` the gateway with the Matrix

@@ -4,7 +4,6 @@ invitations it takes (the access policy), and the inventory it publishes to a ro
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from mautrix.types import RoomCreatePreset, RoomID, UserID
 
 from channels.matrix.commands import MSC4332, MSC4391, msc4391_key
 
-from .conftest import Start, channel_of
+from .conftest import Start, publishing
 from .person import Person, person, relates
 from .synapse import Synapse
 
@@ -108,9 +107,8 @@ async def test_the_inventory_is_published_to_the_room_and_kept_current(
     matrix: Start, alice: Person, bot_id: str
 ) -> None:
     async with matrix() as served:
-        publisher = channel_of(served).publisher
+        publisher = publishing(served).publisher
         assert publisher is not None
-        publisher.debounce = 0.05
         room = await alice.room_with(bot_id)
         key = (MSC4391, msc4391_key("echo", bot_id))
         await alice.until(
@@ -135,27 +133,3 @@ async def test_the_inventory_is_published_to_the_room_and_kept_current(
         )
         assert (await room_state(alice, room))[hi]["command"] == "hi"
         assert await publisher.publish(room) == 0
-
-
-def published(who: Person, room: str) -> bool:
-    return any(e.get("type") == MSC4332 for e in who.timeline(room))
-
-
-async def test_a_room_offers_what_its_people_may_run(
-    matrix: Start, alice: Person, bob: Person, bot_id: str
-) -> None:
-    # Menus leave out what a sender may not run (docs/access.md): an owner-only command is
-    # offered in its owner's direct room, not in another person's.
-    async with matrix(matrix_owner_commands=["slow"], matrix_owners=[alice.me]) as served:
-        publisher = channel_of(served).publisher
-        assert publisher is not None
-        publisher.debounce = 0.05
-        owners = await alice.room_with(bot_id)
-        others = await bob.room_with(bot_id)
-        offered = {}
-        for who, room in ((alice, owners), (bob, others)):
-            await who.until(partial(published, who, room))
-            state = await room_state(who, room)
-            offered[room] = {c["syntax"].split()[0] for c in state[(MSC4332, bot_id)]["commands"]}
-    assert {"echo", "slow"} <= offered[owners]
-    assert "echo" in offered[others] and "slow" not in offered[others]

@@ -1,0 +1,77 @@
+"""What a direct room's published commands offer follows who is in it and what they are: an
+owner-only command shows in an owner's direct room while it is one (no one else joined) and
+while its person owns the bot (approved or revoked while the gateway runs), as the room's
+state events (MSC4332) say to its clients.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mautrix.types import RoomID, UserID
+
+from channels.matrix.commands import MSC4332
+from tests.access.cli import access, stored
+
+from .conftest import Start, publishing
+from .person import Person
+from .test_rooms import bob
+
+pytestmark = pytest.mark.xdist_group("matrix")
+__all__ = ["bob"]  # the fixture, used by name
+
+
+def offered(who: Person, room: str, bot: str) -> set[str] | None:
+    """The commands the bot's latest list in ``room`` offers, as ``who`` was sent it; None
+    before the first one.
+    """
+    lists = [e for e in who.timeline(room, bot) if e.get("type") == MSC4332]
+    if not lists:
+        return None
+    return {c["syntax"].split()[0] for c in lists[-1]["content"]["commands"]}
+
+
+def offers(who: Person, room: str, bot: str, command: str) -> bool:
+    return command in (offered(who, room, bot) or ())
+
+
+async def test_a_direct_room_offers_what_its_people_may_run_as_they_come_and_go(
+    matrix: Start, alice: Person, bob: Person, bot_id: str
+) -> None:
+    # Menus leave out what a sender may not run (docs/access.md): an owner-only command is
+    # offered in its owner's direct room, not in another person's.
+    async with matrix(matrix_owner_commands=["slow"], matrix_owners=[alice.me]) as served:
+        publishing(served)
+        room = await alice.room_with(bot_id)
+        others = await bob.room_with(bot_id)
+        await alice.until(lambda: offers(alice, room, bot_id, "slow"))
+        await bob.until(lambda: offers(bob, others, bot_id, "echo"))
+        assert not offers(bob, others, bot_id, "slow")
+        # Bob invited: a room of three, the owner's commands no longer offered there.
+        await alice.client.invite_user(RoomID(room), UserID(bob.me))
+        await alice.until(lambda: not offers(alice, room, bot_id, "slow"))
+        assert offers(alice, room, bot_id, "echo")
+        await bob.join(room)
+        await bob.client.leave_room(RoomID(room))
+        # Bob gone: the owner's direct room again.
+        await alice.until(lambda: offers(alice, room, bot_id, "slow"))
+
+
+async def test_a_direct_room_offers_the_owners_commands_while_its_person_owns_the_bot(
+    matrix: Start, bob: Person, bot_id: str, tmp_path: Path
+) -> None:
+    settings, cli = stored(tmp_path)
+    async with matrix(**settings, matrix_owner_commands=["slow"]) as served:
+        publishing(served)
+        room = await bob.room_with(bot_id)
+        await bob.until(lambda: offered(bob, room, bot_id))
+        assert not offers(bob, room, bot_id, "slow")
+        # Made an owner by the operator, in a process of its own: nothing the room hears.
+        said = await access(cli, "allow", "matrix", bob.me, "--owner")
+        assert said.status == 0, said
+        await bob.until(lambda: offers(bob, room, bot_id, "slow"))
+        said = await access(cli, "revoke", "matrix", bob.me)
+        assert said.status == 0, said
+        await bob.until(lambda: not offers(bob, room, bot_id, "slow"))
+        assert offers(bob, room, bot_id, "echo")
