@@ -9,7 +9,10 @@ whose person gained or lost it are published again.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Container
+
+log = logging.getLogger("slashgate.matrix")
 
 EVERY = 5.0  # seconds between two looks at the owners
 
@@ -48,5 +51,10 @@ class Roles:
         """Look every ``every`` seconds, until cancelled; ``publish`` the rooms that moved."""
         while True:
             await asyncio.sleep(self.every)
-            if moved := await self.changed(known):
+            try:
+                moved = await self.changed(known)
+            except Exception:  # a bug here must not end the looks for good
+                log.exception("the owners of direct rooms could not be looked at")
+                continue
+            if moved:
                 publish(moved)
