@@ -19,7 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-_PILL = re.compile(r'\s*<a\s+href="https://matrix\.to/#/([^"?]+)[^"]*"\s*>(.*?)</a>[:,]?\s*', re.S)
+# The id, then at most a query ("?via=..."): no two parts of the pattern take the same
+# characters, so a crafted unclosed link is read once, not backtracked over (quadratic).
+_PILL = re.compile(
+    r'\s*<a\s+href="https://matrix\.to/#/([^"?]+)(?:\?[^"]*)?"\s*>(.*?)</a>[:,]?\s*', re.S
+)
+PILL_WITHIN = 4_096  # characters of the formatted text a leading pill is looked for in
 
 
 @dataclass
@@ -57,7 +62,7 @@ class Addressing:
         formatted = content.get("formatted_body")
         if content.get("format") != "org.matrix.custom.html" or not isinstance(formatted, str):
             return None
-        match = _PILL.match(formatted)
+        match = _PILL.match(formatted[:PILL_WITHIN])
         if match is None:
             return None
         return unquote(match.group(1)), html.unescape(match.group(2)).strip()
