@@ -77,8 +77,11 @@ def render(markdown: str, limit: int = LIMIT) -> list[Chunk]:
 
 
 def preview(markdown: str) -> Chunk | None:
-    """A streamed reply as far as it came: its first message's worth, with an ellipsis."""
+    """A streamed reply as far as it came: its first message's worth, with an ellipsis.
+    Only the first message is rendered (it is cut within the text's first ``LIMIT``
+    characters): a long reply is previewed at every edit, on the event loop.
+    """
     if not markdown.strip():
         return None
-    first = render(markdown)[0]
+    first = render(markdown[: LIMIT + 1])[0]
     return first if first.body == markdown else render(first.body + " …")[0]
