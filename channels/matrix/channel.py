@@ -23,7 +23,14 @@ from mautrix.types import LoginType, UserID
 
 from channels.metering import counted
 from contract import Command
-from gateway.api import Channel, Entry, GatewayAPI, InboundMessage, ReplySink
+from gateway.api import (
+    Channel,
+    Entry,
+    GatewayAPI,
+    InboundMessage,
+    ReplySink,
+    StoreUnavailable,
+)
 from gateway.pacing import Pacer, Rate, budget
 
 from .addressing import Addressing
@@ -35,7 +42,7 @@ from .invites import Invites
 from .messages import Messages
 from .outbox import Outbox
 from .permissions import Permissions
-from .roles import Roles
+from .roles import Roles, Standing
 from .rooms import Rooms
 from .settings import MatrixSettings
 from .sync import Sync
@@ -69,7 +76,7 @@ class MatrixChannel(Channel[MatrixSettings]):
         self.rooms: Rooms | None = None
         self.messages: Messages | None = None
         self._inventories: dict[str, tuple[Command, ...]] = {}  # a room's own commands
-        self.roles = Roles(partial(gateway.access.is_owner, self.name))
+        self.roles = Roles(self._standing)
         self._watch: asyncio.Task[None] | None = None
         self._stopping = False
         rate = Rate(settings.matrix_rate_global)
@@ -237,12 +244,29 @@ class MatrixChannel(Channel[MatrixSettings]):
         direct = await self.rooms.direct(room)
         if direct:
             (person,) = await self.rooms.members(room) - {self.rooms.me}
-            if await self.roles.owner(room, person):
+            standing = await self.roles.of(room, person)
+            if standing.owns:
                 return commands
+            if not standing.talks:  # a stranger: told how to pair, not what the agent does
+                return ()
         else:
             self.roles.shared(room)
         policy = self.gateway.access.policy(self.name)
         return tuple(c for c in commands if not policy.owner_only(c.name, not direct))
+
+    async def _standing(self, room: str, person: str) -> Standing:
+        """What ``person`` may do in their direct room ``room`` (``Roles``)."""
+        access = self.gateway.access
+        if await access.is_owner(self.name, person):
+            return Standing(talks=True, owns=True)
+        said = InboundMessage(
+            channel=self.name, conversation=room, user=person, text="", direct=True, groups=(room,)
+        )
+        try:
+            talks = await access.lets_talk(said)
+        except StoreUnavailable:  # deny by default: offered again once the book is read
+            talks = False
+        return Standing(talks=talks, owns=False)
 
     def inventory_changed(self, inventory: tuple[Command, ...]) -> None:
         """The gateway's inventory listener: every room the bot is in, but those with

@@ -63,8 +63,12 @@ def msc4391(command: Command) -> dict[str, Any]:
 
 
 def room_state(commands: Iterable[Command], me: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """The state events (type, state key) -> content that publish ``commands``."""
+    """The state events (type, state key) -> content that publish ``commands``; none for no
+    commands (a room that offers nothing gets no event, one that offered some has them emptied).
+    """
     commands = tuple(commands)
+    if not commands:
+        return {}
     state = {(MSC4332, me): msc4332(commands)}
     for command in commands:
         state[(MSC4391, msc4391_key(command.name, me))] = msc4391(command)
