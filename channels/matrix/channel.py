@@ -174,7 +174,7 @@ class MatrixChannel(Channel[MatrixSettings]):
             self.gateway, self.name, outbox, permissions, Addressing(me), rooms, files
         )
         self.intake = Intake(self.gateway, self.name, self.messages, crypto, MAX_IN_FLIGHT)
-        self.publisher = Publisher(client, me, self._inventory_of)
+        self.publisher = Publisher(client, me, self._inventory_of, outbox.state)
         self.sync = Sync(
             client,
             self.gateway.store,

@@ -21,7 +21,7 @@ from typing import Any
 
 from mautrix.api import Method, Path
 from mautrix.client import ClientAPI
-from mautrix.errors import MatrixError, MForbidden
+from mautrix.errors import MatrixError, MForbidden, MLimitExceeded
 from mautrix.types import RoomID
 
 from contract import Command
@@ -81,10 +81,12 @@ class Publisher:
         client: ClientAPI,
         me: str,
         inventory: Callable[[str], Awaitable[tuple[Command, ...] | None]],
+        write: Callable[[str, str, str, dict[str, Any]], Awaitable[None]],
     ) -> None:
         self.client = client
         self.me = me
         self.inventory = inventory  # a room's commands; None until the runtime reported some
+        self.write = write  # (room, type, state key, content): a state event, paced and retried
         self.debounce = DEBOUNCE
         self._held: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}  # room -> its state
         self._due: set[str] = set()
@@ -110,6 +112,9 @@ class Publisher:
                     await self.publish(room)
                 except MForbidden:
                     log.info("no power to publish commands in %s; left as it is", room)
+                except MLimitExceeded:  # still, after the retries: the room's turn comes again
+                    log.warning("publishing commands in %s was rate limited; again later", room)
+                    self.changed([room])
                 except (MatrixError, OSError) as exc:
                     log.warning("publishing commands in %s failed: %s", room, exc)
 
@@ -129,8 +134,7 @@ class Publisher:
         for (kind, state_key), content in wanted.items():
             if held.get((kind, state_key), {}) == content:
                 continue
-            path = Path.v3.rooms[RoomID(room)].state[kind][state_key]
-            await self.client.api.request(Method.PUT, path, content)
+            await self.write(room, kind, state_key, content)
             held[(kind, state_key)] = content
             written += 1
         self._held[room] = held

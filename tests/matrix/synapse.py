@@ -141,15 +141,32 @@ class Synapse:
                 self.process.wait()
             self.log.close()
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(
+        self, path: str, body: dict[str, Any], token: str | None = None, method: str = "POST"
+    ) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(
-            self.url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+            self.url + path, json.dumps(body).encode(), headers, method=method
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             answer: dict[str, Any] = json.loads(response.read())
             return answer
 
-    def account(self, name: str) -> Account:
+    def limit(self, user_id: str, per_second: float | None, burst: int = 1) -> None:
+        """The rate limit on ``user_id``'s events, as a homeserver's defaults would set it
+        (Synapse's is 0.17 a second, bursts of 10); None: open again, as for every test user.
+        """
+        path = f"/_synapse/admin/v1/users/{user_id}/override_ratelimit"
+        token = self.account("admin", admin=True).token
+        if per_second is None:
+            self._post(path, {}, token, "DELETE")
+        else:
+            body = {"messages_per_second": per_second, "burst_count": burst}
+            self._post(path, body, token)
+
+    def account(self, name: str, admin: bool = False) -> Account:
         """The account ``@name:localhost``, registered by shared secret on first use."""
         if name in self.accounts:
             return self.accounts[name]
@@ -157,14 +174,15 @@ class Synapse:
             nonce = json.loads(r.read())["nonce"]
         password = secrets.token_hex(8)
         mac = hmac.new(self.secret.encode(), digestmod=hashlib.sha1)
-        mac.update(f"{nonce}\0{name}\0{password}\0notadmin".encode())
+        role = "admin" if admin else "notadmin"
+        mac.update(f"{nonce}\0{name}\0{password}\0{role}".encode())
         answer = self._post(
             "/_synapse/admin/v1/register",
             {
                 "nonce": nonce,
                 "username": name,
                 "password": password,
-                "admin": False,
+                "admin": admin,
                 "mac": mac.hexdigest(),
             },
         )

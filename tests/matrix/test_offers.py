@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from mautrix.types import RoomID, UserID
 
-from channels.matrix.commands import MSC4332
+from channels.matrix.commands import MSC4332, MSC4391, msc4391_key
 from tests.access.cli import access, stored
 
 from .conftest import Start, publishing
 from .person import Person
+from .synapse import Synapse
 from .test_rooms import bob
 
 pytestmark = pytest.mark.xdist_group("matrix")
@@ -105,3 +106,27 @@ async def test_a_strangers_direct_room_offers_nothing_until_they_are_approved(
             lists = [e for e in bob.timeline(room, bot_id) if e.get("type") == MSC4332]
             assert all(e["content"].get("commands") for e in lists), lists
             assert len(lists) == 1, lists
+
+
+async def test_a_room_gets_its_whole_list_under_the_homeservers_rate_limit(
+    matrix: Start, alice: Person, bot_id: str, synapse: Synapse
+) -> None:
+    # A state event a command: under a homeserver's default limit on the bot (Synapse's:
+    # 0.17 a second, bursts of 10) the list of a bot that joins rooms is refused with 429s
+    # part way. Each write waits its turn and is tried again; none is left out.
+    synapse.limit(bot_id, 5, burst=2)
+    try:
+        async with matrix() as served:
+            menu = publishing(served).gateway.menu()
+            assert menu is not None and len(menu) > 2
+            room = await alice.room_with(bot_id)
+            keys = {msc4391_key(c.name, bot_id) for c in menu}
+
+            def described() -> set[str]:
+                events = alice.timeline(room, bot_id)
+                return {e["state_key"] for e in events if e.get("type") == MSC4391}
+
+            await alice.until(lambda: described() == keys, within=60)
+            assert offered(alice, room, bot_id) == {c.name for c in menu}
+    finally:
+        synapse.limit(bot_id, None)
