@@ -1,7 +1,8 @@
 """The bot's sync with its homeserver, on the server's own event loop: long-polled ``/sync``
 from the position kept in the state store, each batch handled (invitations, membership, the
 rooms' messages journaled) before the position moves past it, so a restart neither replays
-what was answered nor loses what came meanwhile. A sync that fails is tried again, waiting
+what was answered nor loses what came meanwhile (past a batch's hundred events a room, the
+rest read back: ``gap``). A sync that fails is tried again, waiting
 longer each time; while it fails the channel is not ready (``/readyz`` answers 503).
 
 The first sync of a bot with no position takes the rooms as they are without answering their
@@ -23,6 +24,7 @@ from mautrix.types import FilterID, PresenceState, RoomID, SyncToken
 
 from gateway.api import Store, StoreUnavailable
 
+from .gap import before, missed
 from .intake import Intake
 from .invites import Invites, invitation
 from .rooms import Rooms
@@ -35,12 +37,12 @@ RETRY_CAP = 30.0
 JOINS_LOOKED_AT = 20  # the bot's latest membership events read for its join in a room
 
 
-# Everything of a room's timeline since the last sync (up to a hundred events) but the bot's
-# own (each of its replies would wake its sync for nothing), no presence. Members are not
-# loaded lazily: Synapse then sends a person's member event again in each room's batch once
-# they write in several rooms, and marks their device list changed each time (synapse#6162),
-# crypto work with every message for nothing. ``Rooms`` asks for a room's members when it needs
-# them.
+# Everything of a room's timeline since the last sync (its latest hundred events: the earlier
+# ones are read back, ``gap``) but the bot's own (each of its replies would wake its sync for
+# nothing), no presence. Members are not loaded lazily: Synapse then sends a person's member
+# event again in each room's batch once they write in several rooms, and marks their device
+# list changed each time (synapse#6162), crypto work with every message for nothing. ``Rooms``
+# asks for a room's members when it needs them.
 def sync_filter(me: str) -> str:
     return json.dumps(
         {
@@ -116,7 +118,7 @@ class Sync:
                     filter_id=FilterID(FIRST_FILTER) if first else self.filter,
                     set_presence=PresenceState.ONLINE,
                 )
-                await self.handle(data, first)
+                await self.handle(data, since)
                 since = str(data["next_batch"])
                 await self.store.remember(self.key, since, KEEP)
             except asyncio.CancelledError:
@@ -163,12 +165,15 @@ class Sync:
                 break  # the join itself; else the oldest seen, profile changes after it
         return joined
 
-    async def handle(self, data: dict[str, Any], first: bool) -> None:
-        """One batch: its crypto, invitations, rooms left, then each joined room's state
-        and timeline (messages journaled, not on the first sync), and the rooms whose
-        commands may differ told. Raises StoreUnavailable when a message could not be
-        journaled: the batch comes again.
+    async def handle(self, data: dict[str, Any], since: str | None) -> None:
+        """One batch from the position ``since`` (None: the first sync): its crypto,
+        invitations, rooms left, then each joined room's state and timeline (messages
+        journaled, not on the first sync; a limited timeline's gap first, ``missed``), and
+        the rooms whose commands may differ told. Raises StoreUnavailable when a message
+        could not be journaled, MatrixError or OSError when a gap could not be read: the
+        batch comes again.
         """
+        first = since is None
         if self.crypto is not None:
             await self.crypto(data)
         rooms = data.get("rooms", {})
@@ -184,19 +189,26 @@ class Sync:
             self.intake.left(room_id)
         changed = []
         for room_id, room in rooms.get("join", {}).items():
-            timeline = room.get("timeline", {}).get("events", [])
-            since = 0  # milliseconds: what was written before the bot joined is not for it
+            timeline = room.get("timeline", {})
+            events = timeline.get("events", [])
+            gap = since is not None and timeline.get("limited") and timeline.get("prev_batch")
+            joined = 0  # milliseconds: what was written before the bot joined is not for it
             moved = room_id not in self.known
             if moved:
-                if not first and any("state_key" not in event for event in timeline):
-                    since = await self.joined_at(room_id)
+                if not first and (gap or any("state_key" not in event for event in events)):
+                    joined = await self.joined_at(room_id)
                 self.known.add(room_id)
+            if gap:
+                # The gap's state changes are in the room's state block (the state where the
+                # timeline begins): its messages alone are taken, before the timeline's.
+                skipped = await missed(self.client, room_id, str(gap), str(since), joined)
+                events = [event for event in skipped if "state_key" not in event] + events
             for event in room.get("state", {}).get("events", []):
                 moved = self.rooms.seen(room_id, event) or moved
-            for event in timeline:
+            for event in events:
                 if "state_key" in event:
                     moved = self.rooms.seen(room_id, event) or moved
-                elif not first and event.get("origin_server_ts", since) >= since:
+                elif not first and not before(event, joined):
                     await self.intake.take(room_id, event)
             if self.rooms.alone(room_id):  # everyone else left: no one to answer
                 await self.invites.leave(room_id, "everyone else left")
