@@ -41,6 +41,13 @@ def replying_to(content: dict[str, Any]) -> str | None:
     return target if isinstance(target, str) else None
 
 
+def mentioned(content: dict[str, Any]) -> list[str]:
+    """The users ``m.mentions`` names (none when it is absent or of another shape)."""
+    mentions = content.get("m.mentions")
+    users = mentions.get("user_ids") if isinstance(mentions, dict) else None
+    return [u for u in users if isinstance(u, str)] if isinstance(users, list) else []
+
+
 def text_of(content: dict[str, Any]) -> str:
     """The text typed: a file's caption (its body, when a filename is given apart), a
     message's body without the quoted fallback older clients put before a reply.
