@@ -4,7 +4,9 @@ notices are not paced (they put nothing in the room). In an encrypted room what 
 encrypted (redactions and typing notices are not: they carry no content).
 
 A message is sent with a transaction id of its own, so a send tried again after a network
-error is the same event to the homeserver, never a second message.
+error is the same event to the homeserver, never a second message. The bot's messages and
+their edits mention no one (``NO_MENTIONS``): without ``m.mentions`` the homeserver's legacy
+rules would ping the room for an "@room" in the text, or a member whose name it has.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ log = logging.getLogger("slashgate.matrix")
 
 NOTICE = "m.notice"
 TYPING_TIMEOUT = 30_000  # ms: how long a typing notice shows unless sent again
+NO_MENTIONS: dict[str, Any] = {"m.mentions": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,7 @@ class Target:
 
 def edit_content(original: str, chunk: Chunk) -> dict[str, Any]:
     """An edit (``m.replace``) of ``original`` to show ``chunk``."""
-    new = chunk.content(NOTICE)
+    new = chunk.content(NOTICE) | NO_MENTIONS
     return {
         "msgtype": NOTICE,
         "body": f"* {chunk.body}",
@@ -81,6 +84,7 @@ def edit_content(original: str, chunk: Chunk) -> dict[str, Any]:
         "formatted_body": f"* {chunk.html}",
         "m.new_content": new,
         "m.relates_to": {"rel_type": "m.replace", "event_id": original},
+        **NO_MENTIONS,
     }
 
 
@@ -135,7 +139,7 @@ class Outbox:
         return await retrying(put, transient, Backoff())
 
     async def notice(self, room_id: str, chunk: Chunk, relation: dict[str, Any]) -> EventID:
-        content = chunk.content(NOTICE)
+        content = chunk.content(NOTICE) | NO_MENTIONS
         if relation:
             content["m.relates_to"] = relation
         return await self.send(room_id, content)
