@@ -5,10 +5,13 @@ changes.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 TEXT_TYPES = ("m.text",)
 FILE_TYPES = ("m.image", "m.file", "m.audio", "m.video")
+# The first line of a reply's fallback: "> <@alice:example.org> ...", an emote's "> * <@...".
+_FALLBACK = re.compile(r"> (?:\* )?<@[^\s>:]+:[^\s>]+>")
 
 
 def content_of(event: dict[str, Any]) -> dict[str, Any]:
@@ -41,23 +44,30 @@ def replying_to(content: dict[str, Any]) -> str | None:
     return target if isinstance(target, str) else None
 
 
+def mentioned(content: dict[str, Any]) -> list[str]:
+    """The users ``m.mentions`` names (none when it is absent or of another shape)."""
+    mentions = content.get("m.mentions")
+    users = mentions.get("user_ids") if isinstance(mentions, dict) else None
+    return [u for u in users if isinstance(u, str)] if isinstance(users, list) else []
+
+
 def text_of(content: dict[str, Any]) -> str:
     """The text typed: a file's caption (its body, when a filename is given apart), a
-    message's body without the quoted fallback older clients put before a reply.
+    message's body without the quoted fallback older clients put before a reply (the spec's
+    until v1.13: the replied-to message's lines, the first after its sender's id, each
+    after "> ", then a blank line). A quote of any other form is the person's own text.
     """
     body = content.get("body")
     body = body if isinstance(body, str) else ""
     if content.get("msgtype") in FILE_TYPES:
         name = content.get("filename")
         return body if isinstance(name, str) and name != body else ""
-    if replying_to(content) is not None and body.startswith("> "):
-        lines = body.split("\n")
-        while lines and lines[0].startswith("> "):
-            lines.pop(0)
-        if lines and not lines[0]:
-            lines.pop(0)
-        return "\n".join(lines)
-    return body
+    if replying_to(content) is None or not _FALLBACK.match(body):
+        return body
+    lines = body.split("\n")
+    end = next((i for i, line in enumerate(lines) if not line.startswith(">")), len(lines))
+    # The quote ends in a blank line before the reply's text; else the person quoted.
+    return "\n".join(lines[end + 1 :]) if end < len(lines) and not lines[end] else body
 
 
 def redacted(event: dict[str, Any]) -> str | None:

@@ -8,6 +8,7 @@ decrypted once downloaded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,13 @@ from .events import FILE_TYPES
 
 SOURCE = "the Matrix homeserver"
 READ = 64 * 1024
+# mxc://<server name>/<media id> of the characters the spec allows: a host name (dot-separated
+# labels), an IPv4 or a bracketed IPv6 address, with a port or not; a media id of
+# [A-Za-z0-9_-]. Nothing a URL reads as a path (no "..", no "/") reaches the download's URL.
+MXC = re.compile(
+    r"mxc://((?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?)"
+    r"/([A-Za-z0-9_-]+)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +81,7 @@ def opened(ref: MediaRef, data: bytes) -> bytes:
         return decrypt_attachment(
             data, sealed["key"]["k"], sealed["hashes"]["sha256"], sealed["iv"]
         )
-    except (DecryptionError, KeyError, TypeError):
+    except (DecryptionError, KeyError, TypeError, ValueError):  # ValueError: not base64
         raise not_downloaded(ref.name, SOURCE, "it could not be decrypted") from None
 
 
@@ -107,7 +115,10 @@ class MatrixFiles:
     async def _download(self, ref: MediaRef, budget: Budget) -> bytes:
         if not ref.mxc.startswith("mxc://"):  # an http:// one would be fetched from anywhere
             raise not_downloaded(ref.name, SOURCE, "its address is not an mxc:// URL")
-        server, _, media = ref.mxc.removeprefix("mxc://").partition("/")
+        address = MXC.fullmatch(ref.mxc)
+        if address is None:  # "mxc://../config" would be the homeserver's own endpoint
+            raise not_downloaded(ref.name, SOURCE, "its address is not a valid mxc:// URL")
+        server, media = address.groups()
         url = (
             f"{self.homeserver}/_matrix/client/v1/media/download/"
             f"{quote(server, safe='')}/{quote(media, safe='')}"

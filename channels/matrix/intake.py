@@ -27,7 +27,7 @@ from gateway.api import Entry, GatewayAPI
 from gateway.tasks import BackgroundTasks
 
 from .crypto import Crypto
-from .events import content_of, edit_of, is_input, redacted, replacement, text_of
+from .events import edit_of, is_input, redacted, replacement
 from .messages import Messages
 from .outbox import Target
 
@@ -97,8 +97,7 @@ class Intake:
             return
         if not is_input(event):
             return
-        content = content_of(event)
-        if self.messages.answers_permission(room_id, sender, text_of(content)):
+        if await self.messages.answers_permission(room_id, event):
             if await self.gateway.claim(self.channel, claim):
                 await self._spawn(self.messages.permission_answer(room_id, event), event_id)
             return

@@ -19,7 +19,15 @@ from gateway.store import BoundedTTLMap
 
 from .addressing import Addressing
 from .crypto import Untrusted
-from .events import content_of, is_input, relation, replying_to, text_of, thread_of
+from .events import (
+    content_of,
+    is_input,
+    mentioned,
+    relation,
+    replying_to,
+    text_of,
+    thread_of,
+)
 from .files import MatrixFiles
 from .outbox import Outbox, Target
 from .permissions import Permissions
@@ -80,8 +88,28 @@ class Messages:
                 return None
         return Target(room_id, thread=thread_of(content)).conversation
 
-    def answers_permission(self, room_id: str, user: str, text: str) -> bool:
-        return self.permissions.pending(room_id, user) and self.permissions.is_number(text)
+    async def answers_permission(self, room_id: str, event: dict[str, Any]) -> bool:
+        """Whether a message is a number that answers its sender's pending prompt."""
+        return await self._prompt_of(room_id, event) is not None
+
+    async def _prompt_of(self, room_id: str, event: dict[str, Any]) -> tuple[int, str] | None:
+        """The number a message is and the prompt it answers; None when it is no number, or
+        no answer: in a room of several people, a number said to someone else (a reply to
+        another message, or mentioning others and not the bot) is a message like others.
+        """
+        user = str(event["sender"])
+        content = content_of(event)
+        number = self.permissions.number(text_of(content))
+        if number is None or not self.permissions.pending(room_id, user):
+            return None
+        users = mentioned(content)
+        aside = (
+            self.me not in users
+            and (replying_to(content) is not None or bool(users))
+            and not await self.rooms.direct(room_id)
+        )
+        prompt = self.permissions.answered(room_id, user, replying_to(content), aside)
+        return None if prompt is None else (number, prompt)
 
     async def cannot_decrypt(self, room_id: str, event: dict[str, Any], error: Exception) -> None:
         """The notice of a message the bot cannot read (or may not run: ``Untrusted``), the
@@ -107,10 +135,11 @@ class Messages:
             await self.permissions.reacted(room_id, str(event["sender"]), prompt, str(key))
 
     async def permission_answer(self, room_id: str, event: dict[str, Any]) -> None:
-        content = content_of(event)
-        await self.permissions.numbered(
-            room_id, str(event["sender"]), text_of(content), replying_to(content)
-        )
+        answering = await self._prompt_of(room_id, event)
+        if answering is None:  # the prompt was answered meanwhile
+            return
+        said = Target(room_id, str(event["event_id"]), thread_of(content_of(event)))
+        await self.permissions.numbered(str(event["sender"]), *answering, said)
 
     async def answer(self, room_id: str, event: dict[str, Any], entry: Entry | None) -> None:
         """Run a journaled message through the gateway, its reply to the room."""

@@ -4,7 +4,9 @@ notices are not paced (they put nothing in the room). In an encrypted room what 
 encrypted (redactions and typing notices are not: they carry no content).
 
 A message is sent with a transaction id of its own, so a send tried again after a network
-error is the same event to the homeserver, never a second message.
+error is the same event to the homeserver, never a second message. The bot's messages and
+their edits mention no one (``NO_MENTIONS``): without ``m.mentions`` the homeserver's legacy
+rules would ping the room for an "@room" in the text, or a member whose name it has.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ NOTICE = "m.notice"
 STATE = "state"  # the pacer lane of state events (room ids start with "!": no room's lane)
 UNPACED = Rate(0)  # no lane limit: the bot's budget only
 TYPING_TIMEOUT = 30_000  # ms: how long a typing notice shows unless sent again
+NO_MENTIONS: dict[str, Any] = {"m.mentions": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,7 @@ class Target:
 
 def edit_content(original: str, chunk: Chunk) -> dict[str, Any]:
     """An edit (``m.replace``) of ``original`` to show ``chunk``."""
-    new = chunk.content(NOTICE)
+    new = chunk.content(NOTICE) | NO_MENTIONS
     return {
         "msgtype": NOTICE,
         "body": f"* {chunk.body}",
@@ -83,6 +86,7 @@ def edit_content(original: str, chunk: Chunk) -> dict[str, Any]:
         "formatted_body": f"* {chunk.html}",
         "m.new_content": new,
         "m.relates_to": {"rel_type": "m.replace", "event_id": original},
+        **NO_MENTIONS,
     }
 
 
@@ -154,7 +158,7 @@ class Outbox:
         return await retrying(put, transient, Backoff())
 
     async def notice(self, room_id: str, chunk: Chunk, relation: dict[str, Any]) -> EventID:
-        content = chunk.content(NOTICE)
+        content = chunk.content(NOTICE) | NO_MENTIONS
         if relation:
             content["m.relates_to"] = relation
         return await self.send(room_id, content)

@@ -2,12 +2,15 @@
 prompt numbers the options, the bot puts each number under it as a reaction (one tap), and a
 reply with the number answers too (clients without reactions, options past ten). Only the
 person whose input raised the request can answer; others' reactions and numbers are not
-answers. The prompt is edited to say what was chosen.
+answers, nor is a number its person says to someone else (a reply to another message, or one
+that mentions others and not the bot). A number the prompt has no option for gets a word on
+which ones answer it. The prompt is edited to say what was chosen.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from mautrix.errors import MatrixError
@@ -24,6 +27,8 @@ KEYCAPS = (*(f"{n}\ufe0f\u20e3" for n in range(1, 10)), "🔟")
 STALE = "This request is no longer pending."
 MAX_TITLE = 3000
 PENDING_FOR = 24 * 3600.0  # seconds a prompt can be answered
+# A number as typed: ASCII digits only, as "²" or "①" are str.isdigit() but no int().
+_NUMBER = re.compile(r"\s*([0-9]{1,3})\.?\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +77,19 @@ class Permissions:
         return self._latest.get(f"{room}\n{user}") is not None
 
     @staticmethod
-    def is_number(text: str) -> bool:
-        number = text.strip().rstrip(".")
-        return number.isdigit() and len(number) <= 3
+    def number(text: str) -> int | None:
+        """The number a message is (``2``, ``2.``); None when it is any other text."""
+        match = _NUMBER.fullmatch(text)
+        return None if match is None else int(match.group(1))
+
+    def answered(self, room: str, user: str, replying_to: str | None, aside: bool) -> str | None:
+        """The prompt a number of ``user`` answers: the one it replies to, else (unless it is
+        said ``aside``, to someone else) the latest one asked of them in the room.
+        """
+        replied = None if replying_to is None else self._pending.get(replying_to)
+        if replied is not None and replied.user == user and replied.target.room_id == room:
+            return replying_to
+        return None if aside else self._latest.get(f"{room}\n{user}")
 
     async def reacted(self, room: str, user: str, prompt: str, key: str) -> bool:
         """A reaction: True when it answered a pending prompt."""
@@ -82,17 +97,22 @@ class Permissions:
             return False
         return await self._answer(room, user, prompt, KEYCAPS.index(key))
 
-    async def numbered(self, room: str, user: str, text: str, replying_to: str | None) -> bool:
-        """A message: True when it is a number that answered the sender's pending prompt
-        (the one it replies to, else the latest one asked of them in the room).
+    async def numbered(self, user: str, number: int, prompt: str, said: Target) -> None:
+        """A number ``user`` said (``said``: their message) to ``prompt``: its answer, or,
+        when the prompt has no such option, a notice of those it has.
         """
-        if not self.is_number(text):
-            return False
-        asked = replying_to is not None and self._pending.get(replying_to) is not None
-        prompt = replying_to if asked else self._latest.get(f"{room}\n{user}")
-        if prompt is None:
-            return False
-        return await self._answer(room, user, prompt, int(text.strip().rstrip(".")) - 1)
+        pending = self._pending.get(prompt)
+        if pending is None:  # answered meanwhile
+            return
+        options = len(pending.request.options)
+        if 0 < number <= options:
+            await self._answer(said.room_id, user, prompt, number - 1)
+            return
+        text = f"Answer the permission request with a number from 1 to {options}."
+        try:
+            await self.outbox.notice(said.room_id, render(text)[0], said.relation())
+        except (MatrixError, OSError) as exc:
+            log.warning("the notice of a number out of range was not sent: %s", exc)
 
     async def _answer(self, room: str, user: str, prompt: str, index: int) -> bool:
         pending = self._pending.get(prompt)

@@ -21,7 +21,7 @@ from gateway.attachments import size_text
 from gateway.offload import off_loop
 from gateway.settings import CoreSettings
 
-from .outbox import Outbox, Target
+from .outbox import NO_MENTIONS, Outbox, Target
 from .render import render
 
 log = logging.getLogger("slashgate.matrix")
@@ -39,6 +39,7 @@ def file_content(
         "body": returned.name,
         "filename": returned.name,
         "info": {"mimetype": returned.media_type, "size": len(returned.data)},
+        **NO_MENTIONS,  # its name is the agent's: "@room.txt" must not ping the room
     }
     if sealed is None:
         content["url"] = url

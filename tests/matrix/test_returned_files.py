@@ -1,6 +1,7 @@
 """Files the agent returns reach the room: uploaded to the homeserver, sent as ``m.image`` or
 ``m.file`` answering the user's message, downloadable by the person; a file over the limits
-is named in a notice instead.
+is named in a notice instead. The bot's messages mention no one (an empty ``m.mentions``): a
+file named "@room …", or after a member, pings no one.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mautrix.api import Method, Path
 from mautrix.errors import MTooLarge
 from mautrix.types import ContentURI
 
@@ -21,6 +23,9 @@ from tests.telegram.helpers import Scripted
 
 from .conftest import Start
 from .person import Person
+from .test_rooms import bob, group_room
+
+__all__ = ["bob"]
 
 pytestmark = pytest.mark.xdist_group("matrix")
 
@@ -59,6 +64,49 @@ async def test_files_the_agent_returns_are_uploaded_and_one_over_the_limit_is_na
         assert await alice.client.download_media(ContentURI(image["url"])) == PNG
         assert await alice.client.download_media(ContentURI(notes["url"])) == b"the notes"
         assert "huge.bin: it is 5 kB, over the limit of 1 kB per file" in refused["body"]
+
+
+async def test_the_files_and_notices_of_the_bot_ping_no_one(
+    matrix: Start, alice: Person, bob: Person, bot_id: str
+) -> None:
+    runtime = Scripted(Command(name="export", description="Export"))
+    async with matrix(runtime):
+        # A moderator may notify the whole room ("@room"), as the composer's commands need.
+        levels = {"users": {bot_id: 50}}  # room v12: the creator is not listed
+        room = await group_room(alice, bob, bot=bot_id, power_level_override=levels)
+        asked = await alice.send(room, "/export", **{"m.mentions": {"user_ids": [bot_id]}})
+        turn = await runtime.next_turn()
+        turn.emit(
+            MessageDelta("Here, @room and bob."),
+            FileReturned("@room read this.txt", "text/plain", b"hello"),
+            FileReturned("bob.txt", "text/plain", b"hello"),
+            MessageEnd(),
+        )
+        replies = await alice.until(
+            lambda: (r := alice.replies(room, asked, bot_id)) and len(r) == 3 and r
+        )
+        await alice.shows(room, asked, bot_id, "Here, @room and bob.")
+        edits = alice.edits(room, replies[0]["event_id"])
+        for event in replies + edits:
+            assert event["content"]["m.mentions"] == {}, event["content"]
+        for edit in edits:
+            assert edit["content"]["m.new_content"]["m.mentions"] == {}
+        # Bob's notifications are counted as the events come to him: his sync has them all.
+        await bob.until(
+            lambda: len(bob.timeline(room, bot_id)) >= len(alice.timeline(room, bot_id))
+        )
+        found = await bob.client.api.request(Method.GET, Path.v3.notifications)
+        pinged = [n for n in found["notifications"] if n["event"]["sender"] == bot_id]
+        assert pinged  # a file is a message as others (an unread one)...
+        assert [n["actions"] for n in pinged if highlighted(n)] == []  # ...and no ping
+
+
+def highlighted(notification: dict[str, Any]) -> bool:
+    """Whether a push rule called the event to its reader's attention (a mention's ping)."""
+    return any(
+        isinstance(a, dict) and a.get("set_tweak") == "highlight" and a.get("value", True)
+        for a in notification["actions"]
+    )
 
 
 class RefusingHomeserver:

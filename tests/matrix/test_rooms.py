@@ -25,9 +25,16 @@ async def bob(synapse: Synapse) -> Any:
         yield who
 
 
-async def group_room(alice: Person, *others: Person, bot: str | None = None) -> str:
+async def group_room(alice: Person, *others: Person, bot: str | None = None, **options: Any) -> str:
+    """A room of Alice, ``others`` and the bot, once they all joined (``options``: the
+    room's creation's, as its power levels).
+    """
     invitees = [UserID(o.me) for o in others] + ([UserID(bot)] if bot else [])
-    room = str(await alice.client.create_room(preset=RoomCreatePreset.PRIVATE, invitees=invitees))
+    room = str(
+        await alice.client.create_room(
+            preset=RoomCreatePreset.PRIVATE, invitees=invitees, **options
+        )
+    )
     for other in others:
         await other.join(room)
     await alice.until(lambda: all(alice.joined(room, o.me) for o in others))
