@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -257,6 +258,26 @@ async def bench(args: argparse.Namespace) -> None:
             await asyncio.to_thread(synapse.stop)
 
 
+async def published(person: Person, rooms: list[str], bot: str) -> None:
+    """Until the slashgate bot's start-up work is done: its command list in each of its
+    rooms, every command's description too (the mautrix bot publishes nothing).
+    """
+    from channels.matrix.commands import MSC4332, MSC4391, msc4391_key
+
+    async with asyncio.timeout(READY_WITHIN):
+        for room in rooms:
+            while True:
+                try:
+                    listed = await person.call("GET", f"/rooms/{room}/state/{MSC4332}/{bot}")
+                    for command in listed["commands"]:
+                        name = command["syntax"].split()[0]
+                        key = quote(msc4391_key(name, bot), safe="")
+                        await person.call("GET", f"/rooms/{room}/state/{MSC4391}/{key}")
+                    break
+                except RuntimeError:  # not written yet (404)
+                    await asyncio.sleep(0.2)  # another process's work: nothing to await
+
+
 async def measure(synapse: Synapse, args: argparse.Namespace) -> None:
     bots = {kind: await asyncio.to_thread(synapse.account, f"bench_{kind}") for kind in KINDS}
     who = await asyncio.to_thread(synapse.account, "bench_person")
@@ -274,6 +295,7 @@ async def measure(synapse: Synapse, args: argparse.Namespace) -> None:
         }
         await person.start()
         try:
+            await published(person, rooms["slashgate"], bots["slashgate"].user_id)
             for kind, server in servers.items():
                 await load(person, server, rooms[kind], args.warmup)
             for turn in range(args.rounds):

@@ -30,9 +30,12 @@ class BoundedTTLMap(Generic[V]):
             del self._items[key]
 
     def get(self, key: str) -> V | None:
-        self._expire()
+        # The entry's own age, not an expiry pass: most callers read far more often than
+        # they write, and ``set`` keeps the map bounded.
         item = self._items.get(key)
-        return None if item is None else item[1]
+        if item is None or item[0] <= self._clock() - self.ttl:
+            return None
+        return item[1]
 
     def set(self, key: str, value: V) -> None:
         self._items.pop(key, None)
