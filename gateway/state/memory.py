@@ -26,7 +26,8 @@ class MemoryStore(StateStore):
         self._kept: dict[str, str | bytes] = {}  # KEPT keys: never forgotten for the bound
         # key -> (expiry, value)
         self._claims: OrderedDict[str, tuple[float, str | bytes]] = OrderedDict()
-        self._journal: dict[str, str | bytes] = {}  # id -> encoded entry, in arrival order
+        # id -> the entry as appended and its status since (None: none yet), encoded
+        self._journal: dict[str, tuple[str | bytes, str | bytes | None]] = {}
         self._seq = 0
         self._leases: dict[str, tuple[str, int, float]] = {}  # name -> (owner, token, expiry)
         self._token = 0  # one counter for every name: still larger for each new holder
@@ -100,21 +101,22 @@ class MemoryStore(StateStore):
                 return None
         self._seq += 1
         entry.seq = self._seq
-        self._journal[entry.id] = entry.encode()
+        self._journal[entry.id] = (entry.encode(), None)
         return entry  # as written, as SQLite and Redis give it: not decoded back
 
     async def update(self, entry: Entry, fence: Lease | None = None) -> bool:
         if fence is not None and not self._current(fence):
             return False
-        if entry.id in self._journal:
-            self._journal[entry.id] = entry.encode()
+        kept = self._journal.get(entry.id)
+        if kept is not None:  # the record as appended, and what changed since (as SQLite)
+            self._journal[entry.id] = (kept[0], await entry.encoded_status())
         return True
 
     async def finish(self, entry: Entry) -> None:
         self._journal.pop(entry.id, None)
 
     async def pending(self, conversation: str | None = None) -> list[Entry]:
-        entries = [Entry.decode(raw) for raw in self._journal.values()]
+        entries = [Entry.decode(raw, status) for raw, status in self._journal.values()]
         if conversation is not None:
             entries = [e for e in entries if e.conversation == conversation]
         return sorted(entries, key=lambda e: e.seq)
