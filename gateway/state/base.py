@@ -87,6 +87,10 @@ class Entry:
         size = self.size()
         return await offload.off_loop(size, self._encode, size)
 
+    def status(self) -> str | bytes:
+        """What changes as the entry moves on (state, reply, owner, command), encoded."""
+        return self._status(0 if self.reply is None else text_size(self.reply))
+
     async def encoded_status(self) -> str | bytes:
         """What changes as the entry moves on (state, reply, owner, command), encoded; a big
         reply's in a thread. A store that keeps it beside the record written at ``append``

@@ -109,7 +109,7 @@ class MemoryStore(StateStore):
             return False
         kept = self._journal.get(entry.id)
         if kept is not None:  # the record as appended, and what changed since (as SQLite)
-            self._journal[entry.id] = (kept[0], await entry.encoded_status())
+            self._journal[entry.id] = (kept[0], entry.status())
         return True
 
     async def finish(self, entry: Entry) -> None:
