@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from markdown_it.common.utils import escapeHtml
+
 from channels.markdown import dialect
 from channels.text import chunks
 
@@ -47,6 +49,22 @@ class Chunk:
 # A line break is a line break: agents write lines for chat, where Telegram, Slack and Discord
 # keep them.
 HTML = dialect(breaks=True)
+_IMAGE = HTML.renderer.rules["image"]  # type: ignore[attr-defined]  # RendererHTML's
+
+
+def _image(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    """An image of the homeserver's (``mxc://``) as an image; any other as a link to it: the
+    spec's HTML allows ``img`` of ``mxc`` sources only, and clients show nothing for others.
+    """
+    token = tokens[idx]
+    source = str(token.attrGet("src") or "")
+    if source.startswith("mxc://"):
+        return str(_IMAGE(tokens, idx, options, env))
+    label = renderer.renderInlineAsText(token.children or [], options, env) or source
+    return f'<a href="{escapeHtml(source)}">{escapeHtml(label)}</a>'
+
+
+HTML.add_render_rule("image", _image)
 
 
 # Words of letters and digits, single spaces between them: nothing Markdown or HTML reads

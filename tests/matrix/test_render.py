@@ -66,3 +66,14 @@ def test_a_long_reply_s_preview_renders_its_first_message_only(
     monkeypatch.setattr(render_module, "html", counting)
     assert preview("word " * 60_000) is not None
     assert sum(rendered) <= 3 * LIMIT
+
+
+def test_an_image_off_the_homeserver_is_a_link_to_it() -> None:
+    # The spec's HTML allows img of mxc:// sources only: clients show nothing for another.
+    shown = html('see ![the chart](https://example.org/c.png "t") and ![m](mxc://hs/abc)')
+    assert '<a href="https://example.org/c.png">the chart</a>' in shown
+    assert '<img src="mxc://hs/abc" alt="m" />' in shown
+    assert "https://example.org/c.png\" alt" not in shown
+    assert html("![](https://e.org/a?x=1&y=2)") == (
+        '<p><a href="https://e.org/a?x=1&amp;y=2">https://e.org/a?x=1&amp;y=2</a></p>'
+    )
