@@ -62,9 +62,12 @@ class Invites:
         self, room_id: str, inviter: str, direct: bool, predecessor: str | None = None
     ) -> bool:
         """Whether the invitation is accepted (the room joined) or refused (left)."""
-        if not await self.accepts(room_id, inviter, direct) and not (
-            predecessor and await self.upgrade_of_allowed(room_id, predecessor, inviter)
-        ):
+        allowed = await self.accepts(room_id, inviter, direct)
+        if not allowed and predecessor:
+            upgraded = await self.upgrade_of(room_id, predecessor, inviter)
+            allowed = upgraded is not None
+            direct = direct or upgraded == "direct"  # checked as a direct room below
+        if not allowed:
             await self.leave(room_id, "not allowed here")
             log.info("refused the invitation to %s by %s", room_id, inviter)
             return False
@@ -84,26 +87,36 @@ class Invites:
         log.info("joined %s (invited by %s)", room_id, inviter)
         return True
 
-    async def upgrade_of_allowed(self, room_id: str, predecessor: str, inviter: str) -> bool:
+    async def upgrade_of(self, room_id: str, predecessor: str, inviter: str) -> str | None:
         """Whether ``room_id`` replaces a room the inviter may talk in, as that room's own
         tombstone says (an admin's word there; a room's ``predecessor`` is its creator's
-        word, which anyone can write): then it is allowed as the old room was.
+        word, which anyone can write): then it is allowed as the old room was. ``"direct"``
+        for the inviter's direct room with the bot (Element's invitation to the new room
+        does not say so; the direct message policy decides), ``"group"`` for an allowed
+        group, None for neither.
         """
-        if self.settings.matrix_group_policy != "allowlist":
-            return False
         try:
             tombstone = await self.client.get_state_event(
                 RoomID(predecessor), EventType.ROOM_TOMBSTONE
             )
         except MatrixError:
-            return False
+            return None
         if getattr(tombstone, "replacement_room", None) != room_id:
-            return False
-        if not await self._lets_talk(predecessor, inviter, False):
-            return False
-        await self.gateway.access.allow_group(self.channel, room_id, inviter)
+            return None
+        if await self.rooms.members(predecessor) == {self.rooms.me, inviter}:
+            allowed = await self.accepts(room_id, inviter, True)
+            kind = "direct"
+        else:
+            allowed = self.settings.matrix_group_policy == "allowlist" and (
+                await self._lets_talk(predecessor, inviter, False)
+            )
+            kind = "group"
+        if not allowed:
+            return None
+        if kind == "group":
+            await self.gateway.access.allow_group(self.channel, room_id, inviter)
         log.info("%s replaces %s (upgraded): allowed as it was", room_id, predecessor)
-        return True
+        return kind
 
     async def leave(self, room_id: str, reason: str) -> None:
         """Leave the room (or refuse its invitation)."""

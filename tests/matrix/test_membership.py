@@ -165,6 +165,27 @@ async def test_what_was_written_while_down_is_answered_after_a_profile_change(
         await alice.shows(room, down, bot_id, "while down")
 
 
+async def test_an_upgraded_direct_room_is_the_persons_direct_room_again(
+    matrix: Start, alice: Person, bot_id: str, tmp_path: Path
+) -> None:
+    # Element's /upgraderoom: the new room's invitation does not say "direct", and the group
+    # policy (an allowlist, by default) would refuse it; the person's direct room goes on.
+    settings, cli = stored(tmp_path)
+    assert (await access(cli, "allow", "matrix", alice.me)).status == 0
+    async with matrix(**settings):
+        room = await alice.room_with(bot_id)
+        first = await alice.send(room, "/echo before")
+        await alice.shows(room, first, bot_id, "before")
+        upgrade = Path_.v3.rooms[RoomID(room)].upgrade
+        answer = await alice.client.api.request(Method.POST, upgrade, {"new_version": "12"})
+        new = answer["replacement_room"]
+        await alice.client.invite_user(RoomID(new), UserID(bot_id))
+        await alice.until(lambda: alice.joined(new, bot_id) or alice.left(new, bot_id))
+        assert alice.joined(new, bot_id), "the bot refused the upgraded direct room"
+        asked = await alice.send(new, "/echo upgraded")  # no mention: a direct room
+        await alice.shows(new, asked, bot_id, "upgraded")
+
+
 async def test_an_allowed_room_upgraded_is_allowed_as_it_was(
     matrix: Start, alice: Person, bob: Person, bot_id: str, tmp_path: Path
 ) -> None:
