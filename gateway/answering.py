@@ -47,7 +47,7 @@ class Answering:
     ) -> None:
         self._journal = journal
         self._arrivals = arrivals
-        self._withdrawals = withdrawals
+        self._withdrawable = withdrawals.places
         self._contracts = contracts
         self._delivery = delivery
         self._intake = intake
@@ -112,14 +112,21 @@ class Answering:
                 raise
         if place is None:
             place = self._arrivals.arrive(message.key)
-        withdrawable = self._withdrawals.arrive(message, place)
+        # Withdrawable until its turn starts (gateway/withdrawals.py), when it can be named.
+        key = (
+            None
+            if message.message_id is None
+            else (message.channel, message.message_id, message.user)
+        )
+        if key is not None:
+            self._withdrawable[key] = place
         try:
             return await self._intake(message, sink, entry, place)
         finally:
             if not place.settled:  # refused or failed on its way: the line goes on
                 self._arrivals.settle(place)
-            if withdrawable is not None:
-                self._withdrawals.leave(withdrawable, place)
+            if key is not None and self._withdrawable.get(key) is place:  # not a later one's
+                del self._withdrawable[key]
 
     async def done(self, entry: Entry) -> None:
         """The input of ``entry`` needs nothing more (never handled: not for the bot, say):

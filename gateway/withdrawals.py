@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 
 from .arrivals import Place
-from .inbound import InboundMessage
 
 log = logging.getLogger("slashgate.core")
 
@@ -21,31 +20,20 @@ Key = tuple[str, str, str]  # channel, message id, sender
 
 
 class Withdrawals:
+    """``places``: the inputs that may be withdrawn, by (channel, message id, sender),
+    written in place by the one owner of an input's life (gateway/answering.py) with no call
+    here: every input with a message id passes there.
+    """
+
     def __init__(self) -> None:
-        self._places: dict[Key, Place] = {}
-
-    def arrive(self, message: InboundMessage, place: Place) -> Key | None:
-        """``message`` may be withdrawn until its turn starts: its key, to ``leave`` with
-        (None for an input without a message id, which cannot be named).
-        """
-        if message.message_id is None:
-            return None
-        key = (message.channel, message.message_id, message.user)
-        self._places[key] = place
-        return key
-
-    def leave(self, key: Key, place: Place) -> None:
-        """``place``'s input is over (answered, refused, withdrawn)."""
-        other = self._places.pop(key, None)
-        if other is not None and other is not place:  # one with the same id came after it
-            self._places[key] = other
+        self.places: dict[Key, Place] = {}
 
     def withdraw(self, channel: str, message_id: str, user: str) -> str | None:
         """Withdraw the input ``message_id`` that ``user`` sent in ``channel``, if its turn
         has not started: the id of the conversation it was in; None when there is no such
         input waiting (never handed in, someone else's, running, answered, withdrawn).
         """
-        place = self._places.get((channel, message_id, user))
+        place = self.places.get((channel, message_id, user))
         if place is None or place.started or place.withdrawn:
             return None
         if place.queue is not None:
@@ -53,6 +41,6 @@ class Withdrawals:
             if not conv.withdraw(waiter):  # the slot came to it: it runs
                 return None
         place.withdrawn = True
-        del self._places[(channel, message_id, user)]  # free for an input that replaces it
+        del self.places[(channel, message_id, user)]  # free for an input that replaces it
         log.info("input %s withdrawn in %s", message_id, place.key)
         return place.key.removeprefix(f"{channel}:")
