@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from .events import mentioned
+
 # The id, then at most a query ("?via=..."): no two parts of the pattern take the same
 # characters, so a crafted unclosed link is read once, not backtracked over (quadratic).
 _PILL = re.compile(
@@ -36,11 +38,8 @@ class Addressing:
         return self.user_id[1:].partition(":")[0]
 
     def addressed(self, content: dict[str, Any], text: str, shown: str | None) -> bool:
-        mentions = content.get("m.mentions")
-        if isinstance(mentions, dict):
-            users = mentions.get("user_ids")
-            if isinstance(users, list) and self.user_id in users:
-                return True
+        if self.user_id in mentioned(content):
+            return True
         pill = self._pill(content)
         if pill is not None:
             return pill[0] == self.user_id

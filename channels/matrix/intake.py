@@ -97,9 +97,11 @@ class Intake:
             return
         if not is_input(event):
             return
-        if await self.messages.answers_permission(room_id, event):
+        answering = await self.messages.prompt_of(room_id, event)
+        if answering is not None:  # a number that answers its sender's pending prompt
             if await self.gateway.claim(self.channel, claim):
-                await self._spawn(self.messages.permission_answer(room_id, event), event_id)
+                answer = self.messages.permission_answer(room_id, event, answering)
+                await self._spawn(answer, event_id)
             return
         conversation = await self.messages.conversation_for(room_id, event)
         if conversation is None:

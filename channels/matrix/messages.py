@@ -88,11 +88,7 @@ class Messages:
                 return None
         return Target(room_id, thread=thread_of(content)).conversation
 
-    async def answers_permission(self, room_id: str, event: dict[str, Any]) -> bool:
-        """Whether a message is a number that answers its sender's pending prompt."""
-        return await self._prompt_of(room_id, event) is not None
-
-    async def _prompt_of(self, room_id: str, event: dict[str, Any]) -> tuple[int, str] | None:
+    async def prompt_of(self, room_id: str, event: dict[str, Any]) -> tuple[int, str] | None:
         """The number a message is and the prompt it answers; None when it is no number, or
         no answer: in a room of several people, a number said to someone else (a reply to
         another message, or mentioning others and not the bot) is a message like others.
@@ -134,10 +130,10 @@ class Messages:
         if related.get("rel_type") == "m.annotation" and isinstance(prompt, str):
             await self.permissions.reacted(room_id, str(event["sender"]), prompt, str(key))
 
-    async def permission_answer(self, room_id: str, event: dict[str, Any]) -> None:
-        answering = await self._prompt_of(room_id, event)
-        if answering is None:  # the prompt was answered meanwhile
-            return
+    async def permission_answer(
+        self, room_id: str, event: dict[str, Any], answering: tuple[int, str]
+    ) -> None:
+        """The number a message is, to the prompt it answers (``prompt_of``)."""
         said = Target(room_id, str(event["event_id"]), thread_of(content_of(event)))
         await self.permissions.numbered(str(event["sender"]), *answering, said)
 
