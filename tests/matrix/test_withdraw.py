@@ -100,7 +100,7 @@ async def test_an_edited_queued_message_runs_with_its_new_text_only(
             assert len(alice.replies(room, first, bot_id)) == 1
 
 
-async def test_only_the_senders_redaction_of_a_queued_message_withdraws_it(
+async def test_only_the_senders_redaction_or_edit_of_a_queued_message_counts(
     matrix: Start, alice: Person, bob: Person, bot_id: str
 ) -> None:
     runtime = working()
@@ -116,6 +116,12 @@ async def test_only_the_senders_redaction_of_a_queued_message_withdraws_it(
         taken_back = await bob.send(room, "queued two", **to_bot)
         await alice.until(lambda: reactions(alice, room, taken_back, bot_id))
         await alice.client.redact(RoomID(room), EventID(queued))  # a moderator's: not bob's word
+        # Someone else's "edit" of it (a client shows none; anyone may send one) changes nothing.
+        forged = {"msgtype": "m.text", "body": "forged words"}
+        replaces = {"rel_type": "m.replace", "event_id": queued}
+        await alice.send(
+            room, "* forged words", **{"m.new_content": forged, "m.relates_to": replaces}
+        )
         await bob.client.redact(RoomID(room), EventID(hello))  # answered already
         await bob.client.redact(RoomID(room), EventID(taken_back))
         [hourglass] = reactions(alice, room, taken_back, bot_id)
