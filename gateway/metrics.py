@@ -21,7 +21,6 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    Histogram,
     generate_latest,
 )
 from prometheus_client import metrics as prometheus_metrics
@@ -212,12 +211,13 @@ class Metrics:
             ["runtime", "stage"],
             registry=registry,
         )
-        self.platform_requests = Counter(
+        # Moved on every platform call and store operation: plain numbers too.
+        self.platform_requests = _Family(
             "slashgate_platform_requests",
             "Platform API calls (each attempt), by platform, method and outcome "
             "(ok, rate_limited, client_error, server_error, network_error).",
             ["platform", "method", "outcome"],
-            registry=registry,
+            registry,
         )
         self.platform_retries = Counter(
             "slashgate_platform_retries",
@@ -231,12 +231,12 @@ class Metrics:
             ["channel"],
             registry=registry,
         )
-        self.store_seconds = Histogram(
+        self.store_seconds = _Family(
             "slashgate_store_seconds",
             "Durable state operations, by store and operation.",
             ["store", "operation"],
-            buckets=STORE_BUCKETS,
-            registry=registry,
+            registry,
+            STORE_BUCKETS,
         )
         self.access_denied_total = Counter(
             "slashgate_access_denied",
@@ -343,8 +343,10 @@ class Metrics:
     def store_observer(self, store: str) -> StoreObserver:
         """``observe(operation, seconds)`` for one store (``"state"``, ``"journal"``)."""
 
+        labels = self.store_seconds.labels
+
         def observe(operation: str, seconds: float) -> None:
-            self._labelled(self.store_seconds, store, operation).observe(seconds)
+            labels(store, operation).observe(seconds)
 
         return observe
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
@@ -38,16 +36,18 @@ class Gate:
         """Callers in line (cancelled ones included until they are passed over)."""
         return len(self._line)
 
-    @asynccontextmanager
-    async def turn(
+    async def enter(
         self,
         urgent: bool,
         order: int | None = None,
         abandon: asyncio.Future[None] | None = None,
-    ) -> AsyncIterator[Place]:
-        """Wait for this caller's turn and hold it while inside. A caller cancelled while it
-        waits takes no turn; one cancelled just as its turn came hands it to the next.
-        ``abandon`` done while it waits: it leaves the line (``Preempted``).
+    ) -> Place:
+        """Wait for this caller's turn, held until ``leave`` (in a ``finally``). A caller
+        cancelled while it waits takes no turn; one cancelled just as its turn came hands it
+        to the next. ``abandon`` done while it waits: it leaves the line (``Preempted``).
+        A coroutine and a call, not a context manager: every paced platform call enters two
+        gates, and a generator-based one costs a generator, its context manager and their
+        entry and exit each time.
         """
         loop = asyncio.get_running_loop()
         place = next(self._order) if order is None else order
@@ -74,11 +74,12 @@ class Gate:
             self._busy = True
         give_way = None if urgent else loop.create_future()
         self._give_way = give_way
-        try:
-            yield Place(place, give_way)
-        finally:
-            self._give_way = None
-            self._hand_on()
+        return Place(place, give_way)
+
+    def leave(self) -> None:
+        """The turn ``enter`` gave is over: the next caller's."""
+        self._give_way = None
+        self._hand_on()
 
     def _hand_on(self) -> None:
         while self._line:

@@ -189,6 +189,39 @@ def previewing() -> Iterator[None]:
         _TICKET.reset(token)
 
 
+class _Paced:
+    """``Pacer.call``'s context: a class, not a generator-based context manager, for it is
+    around every platform call a reply makes (the generator, its manager and their entry and
+    exit cost more than the pacing's own work when nobody waits).
+    """
+
+    __slots__ = ("_charge", "_key", "_pacer", "_prepaid", "_rate", "_urgent", "_went")
+
+    def __init__(
+        self, pacer: Pacer, key: str, rate: Rate, urgent: bool | None, prepaid: bool = True
+    ) -> None:
+        self._pacer, self._key, self._rate, self._urgent = pacer, key, rate, urgent
+        self._prepaid = prepaid  # a slot's call to this lane is through already
+        self._charge: _Charge | None = None
+        self._went = 0.0
+
+    async def __aenter__(self) -> None:
+        ticket = _TICKET.get()
+        if self._prepaid and ticket is not None and ticket.prepaid == self._key:
+            ticket.prepaid = None
+            return
+        urgent = self._urgent
+        if urgent is None:
+            urgent = ticket is None or ticket.urgent
+        self._charge = await self._pacer._admit(self._key, self._rate, urgent)
+        self._went = asyncio.get_running_loop().time()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._charge is not None:
+            late = asyncio.get_running_loop().time() - self._went
+            self._pacer._settle(self._key, self._charge, late)
+
+
 class Pacer:
     def __init__(self, budget: Budget, size: int = 10_000) -> None:
         self.budget = budget
@@ -205,21 +238,12 @@ class Pacer:
         """Calls waiting for the global budget (one per conversation at most)."""
         return self._gate.waiting
 
-    @asynccontextmanager
-    async def call(self, key: str, rate: Rate, urgent: bool | None = None) -> AsyncIterator[None]:
-        """Around one call to ``key``: wait for its turn, then its tokens count from when it
-        was answered. Urgent unless said otherwise or made inside ``previewing`` or ``slot``
-        (whose slot the first such call uses).
+    def call(self, key: str, rate: Rate, urgent: bool | None = None) -> _Paced:
+        """``async with`` around one call to ``key``: wait for its turn, then its tokens
+        count from when it was answered. Urgent unless said otherwise or made inside
+        ``previewing`` or ``slot`` (whose slot the first such call uses).
         """
-        ticket = _TICKET.get()
-        if ticket is not None and ticket.prepaid == key:
-            ticket.prepaid = None
-            yield
-            return
-        if urgent is None:
-            urgent = ticket is None or ticket.urgent
-        async with self._paced(key, rate, urgent):
-            yield
+        return _Paced(self, key, rate, urgent)
 
     async def acquire(self, key: str, rate: Rate, urgent: bool = True) -> None:
         """Wait until a call to ``key`` may go (its tokens count from now)."""
@@ -230,27 +254,20 @@ class Pacer:
         """A preview's slot, taken before its text is made (so that it shows the latest):
         the first call to ``key`` inside uses it, later ones are previews too.
         """
-        async with self._paced(key, rate, urgent=False):
+        async with _Paced(self, key, rate, False, prepaid=False):
             token = _TICKET.set(_Ticket(urgent=False, prepaid=key))
             try:
                 yield
             finally:
                 _TICKET.reset(token)
 
-    @asynccontextmanager
-    async def _paced(self, key: str, rate: Rate, urgent: bool) -> AsyncIterator[None]:
-        charge = await self._admit(key, rate, urgent)
-        loop = asyncio.get_running_loop()
-        went = loop.time()
-        try:
-            yield
-        finally:
-            late = loop.time() - went
-            if charge.budget is not None:
-                self.budget.settle(charge.budget, late)
-            lane = self._busy.get(key) or self._idle.get(key)
-            if charge.lane is not None and lane is not None and lane.bucket is not None:
-                lane.bucket.settle(charge.lane, late)
+    def _settle(self, key: str, charge: _Charge, late: float) -> None:
+        """A call's tokens counted from when it was answered, ``late`` seconds after it went."""
+        if charge.budget is not None:
+            self.budget.settle(charge.budget, late)
+        lane = self._busy.get(key) or self._idle.get(key)
+        if charge.lane is not None and lane is not None and lane.bucket is not None:
+            lane.bucket.settle(charge.lane, late)
 
     async def _admit(self, key: str, rate: Rate, urgent: bool) -> _Charge:
         """Wait for ``key``'s lane and its token, then for the global budget; a caller
@@ -272,27 +289,39 @@ class Pacer:
         self, key: str, lane: _Lane, urgent: bool, places: list[int | None]
     ) -> _Charge:
         loop = asyncio.get_running_loop()
-        async with lane.gate.turn(urgent, places[0]) as mine:
+        chat, bot = lane.gate, self._gate
+        mine = await chat.enter(urgent, places[0])
+        try:
             places[0] = mine.order
             stops = [mine.preempted] if mine.preempted is not None else []
-            await self._unpaused(key)
+            # Each ``_unpaused`` only when a pause is on: it is a coroutine, and most calls
+            # find none (it would return at once).
+            if key in self._pauses:
+                await self._unpaused(key)
             bucket = lane.bucket
             reserve = 0 if urgent else lane.reserve
             while bucket is not None and (wait := bucket.wait(loop.time(), reserve)) > 0:
                 if not await sleep_unless(wait, stops):
                     raise Preempted
-            async with self._gate.turn(urgent, places[1], mine.preempted) as line:
+            line = await bot.enter(urgent, places[1], mine.preempted)
+            try:
                 places[1] = line.order
                 if line.preempted is not None:
                     stops.append(line.preempted)
-                await self._unpaused(None)
+                if self._paused_all > loop.time():
+                    await self._unpaused(None)
                 charged = await self.budget.take(urgent, stops)
                 if charged is None:
                     raise Preempted
-            await self._unpaused(key)  # a 429 came meanwhile
+            finally:
+                bot.leave()
+            if key in self._pauses:  # a 429 came meanwhile
+                await self._unpaused(key)
             # The chat's token is taken now, when the call goes (time only adds tokens: the
             # one seen free above still is).
             return _Charge(None if bucket is None else bucket.take(loop.time()), charged)
+        finally:
+            chat.leave()
 
     def pause(self, key: str, seconds: float) -> None:
         """The platform said to wait (a 429's Retry-After) in ``key``'s chat; when several

@@ -79,13 +79,15 @@ async def test_a_caller_cancelled_just_as_its_turn_came_hands_it_on() -> None:
     entered: list[str] = []
 
     async def enter(name: str) -> None:
-        async with gate.turn(urgent=True):
-            entered.append(name)
+        await gate.enter(urgent=True)
+        entered.append(name)
+        gate.leave()
 
-    async with gate.turn(urgent=True):
-        second = asyncio.create_task(enter("second"))
-        third = asyncio.create_task(enter("third"))
-        await yield_until(lambda: gate.waiting == 2)
+    await gate.enter(urgent=True)
+    second = asyncio.create_task(enter("second"))
+    third = asyncio.create_task(enter("third"))
+    await yield_until(lambda: gate.waiting == 2)
+    gate.leave()
     second.cancel()  # its turn was handed to it on leaving above; it has not run yet
     await asyncio.gather(second, return_exceptions=True)
     await asyncio.wait_for(third, GUARD)
