@@ -158,6 +158,20 @@ async def test_a_retry_after_pauses_its_chat_and_several_pause_the_bot() -> None
     assert loop.time() - start >= 0.3
 
 
+async def test_a_chat_paused_while_its_call_waits_for_the_budget_waits_out_the_pause() -> None:
+    # The pause is looked for again once the call is through the global line: a 429 for its
+    # chat may have come while it waited there.
+    pacer = Pacer(LocalBudget(Rate(20)))
+    loop = asyncio.get_running_loop()
+    await pacer.acquire("first", OFF)  # the budget is spent for the next 50 ms
+    call = asyncio.create_task(pacer.acquire("chat", OFF))
+    await yield_until(lambda: pacer._gate._busy)  # it waits for the budget, at the head
+    paused = loop.time()
+    pacer.pause("chat", 0.3)
+    await asyncio.wait_for(call, GUARD)
+    assert loop.time() - paused >= 0.3
+
+
 @needs_redis
 async def test_two_replicas_share_the_global_limit_through_redis(tmp_path: Path) -> None:
     rate = Rate(50)  # 20 ms apart, whichever replica sends
