@@ -44,6 +44,7 @@ class SlackSink(ReplySink):
         self.activity: ActivityPost | None = None  # made with the first agent event
         self._queued = False  # the user's message shows the "queued" reaction
         self.finished = False
+        self._settled = False  # the stream settled for the final: closing it does nothing
         self._accepted = False
 
     async def accepted(
@@ -76,6 +77,7 @@ class SlackSink(ReplySink):
     async def final(self, reply: Reply) -> None:
         self.finished = True
         await self.stream.settle()
+        self._settled = True
         if self.activity is not None:
             await self.activity.finish()
         if self._queued:
@@ -102,6 +104,7 @@ class SlackSink(ReplySink):
 
     def close(self) -> None:
         """The input is over (even if it ended without a final reply): stop streaming."""
-        self.stream.close()
+        if not self._settled:
+            self.stream.close()
         if self.activity is not None:
             self.activity.cancel()
