@@ -37,6 +37,7 @@ class Streaming(ABC):
         self._showing: asyncio.Future[None] | None = None  # a preview being sent
         self._started = asyncio.get_running_loop().time()
         self._activity: LiveActivity | None = None  # the sink's, made with the first event
+        self._stopped = False  # ``_stop_streaming`` ended: ``_close_streaming`` has nothing to do
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
@@ -95,15 +96,16 @@ class Streaming(ABC):
             task.cancel()
         if self._showing is not None:
             tasks.append(self._showing)
-        if not tasks:
-            return
-        for result in await asyncio.gather(*tasks, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.error("streaming failed", exc_info=result)
+        if tasks:
+            for result in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(result, Exception):
+                    log.error("streaming failed", exc_info=result)
+        self._stopped = True
 
     async def _close_streaming(self) -> None:
         """Stop typing and previews whether or not the final went (the input may have been
-        cancelled, or the core may have failed before it).
+        cancelled, or the core may have failed before it). A sink need not call it once
+        ``_stopped``: then the timers are cancelled and the tasks over.
         """
         self._cancel_timers()
         tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]

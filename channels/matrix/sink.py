@@ -121,7 +121,8 @@ class MatrixSink(Streaming, ReplySink):
 
     async def aclose(self) -> None:
         """Stop typing and previews, whether or not ``final`` ran."""
-        await self._close_streaming()
+        if not self._stopped:  # else ``final`` stopped them already
+            await self._close_streaming()
         if self._activity is not None:
             await self._activity.aclose()
 

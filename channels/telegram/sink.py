@@ -124,7 +124,8 @@ class TelegramSink(Streaming, ReplySink):
         """Stop typing and previews, whether or not ``final`` ran (the input may have been
         cancelled, or the core may have failed before it).
         """
-        await self._close_streaming()
+        if not self._stopped:  # else ``final`` stopped them already
+            await self._close_streaming()
         if self._activity is not None:
             await self._activity.aclose()
 
