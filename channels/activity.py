@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -94,6 +95,35 @@ def status_line(status: StatusChanged) -> str:
     if status.status == "paused":
         return "⏸ Paused" + (f": {detail}" if detail else "")
     return "⚠️ " + (detail or status.status)
+
+
+LineKind = Literal["status", "tool", "plan", "step", "reasoning"]
+
+
+def activity_lines(activity: Activity) -> Iterator[tuple[LineKind, str]]:
+    """What a chat's activity message shows, in the order every channel shows it, each line
+    with its kind for the channel's marks: the status, the count of the tool calls not shown
+    and the shown ones ("tool"), the plan's title ("plan", no text) and its entries ("step"),
+    and the reasoning (all that is kept: a channel shows its end, as ``latest`` cuts it).
+    """
+    if activity.status is not None:
+        yield "status", status_line(activity.status)
+    if activity.hidden_tools:
+        yield "tool", f"… {activity.hidden_tools} earlier tool calls"
+    for tool in activity.shown_tools():
+        yield "tool", tool.line
+    if activity.plan is not None:
+        yield "plan", ""
+        for line in plan_lines(activity.plan):
+            yield "step", line
+    if activity.reasoning:
+        yield "reasoning", activity.reasoning
+
+
+def latest(text: str, shown: int) -> str:
+    """The end of ``text`` (its last ``shown`` characters, stripped), ``…`` first when cut."""
+    end = text[-shown:].strip()
+    return "…" + end if len(text) > shown else end
 
 
 def usage_line(usage: UsageReported | None) -> str | None:

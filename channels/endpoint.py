@@ -62,7 +62,10 @@ def response(answer: Answer) -> web.Response:
     return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
 
 
-Core = Callable[[bytes, web.Request], Awaitable[Answer]]  # the body, and what else it reads
+# The body, and what else it reads: a coroutine function (a method that awaits the core's
+# answer), not a lambda that returns the answer's coroutine: that takes two calls into the
+# channel's file from here where one does.
+Core = Callable[[bytes, web.Request], Awaitable[Answer]]
 
 
 def route(limit: int, core: Core) -> Callable[[web.Request], Awaitable[web.Response]]:

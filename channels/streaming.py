@@ -7,7 +7,7 @@ the final still goes.
 A sink says how to show typing once (``_keep_typing``) and how to stream (``_stream``, which
 waits on ``_dirty`` and shows ``_parts`` under the platform's pacing); the timers, the tasks
 and their ends are here, and so are the sink hooks that start them (``accepted``, ``delta``),
-the same in every chat channel.
+the same in every chat channel, and their end (``aclose``, the activity's end with them).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Streaming(ABC):
         self._showing: asyncio.Future[None] | None = None  # a preview being sent
         self._started = asyncio.get_running_loop().time()
         self._activity: LiveActivity | None = None  # the sink's, made with the first event
+        self._stopped = False  # ``_stop_streaming`` ended: ``aclose`` has nothing to stop
 
     async def accepted(
         self, classification: Classification, forwarded: ComposerInputMessage | None
@@ -95,19 +96,22 @@ class Streaming(ABC):
             task.cancel()
         if self._showing is not None:
             tasks.append(self._showing)
-        if not tasks:
-            return
-        for result in await asyncio.gather(*tasks, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.error("streaming failed", exc_info=result)
-
-    async def _close_streaming(self) -> None:
-        """Stop typing and previews whether or not the final went (the input may have been
-        cancelled, or the core may have failed before it).
-        """
-        self._cancel_timers()
-        tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
-        for task in tasks:
-            task.cancel()
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for result in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(result, Exception):
+                    log.error("streaming failed", exc_info=result)
+        self._stopped = True
+
+    async def aclose(self) -> None:
+        """Stop typing and previews and the activity's changes, whether or not the final
+        went (the input may have been cancelled, or the core may have failed before it).
+        """
+        if not self._stopped:  # else the final stopped typing and previews already
+            self._cancel_timers()
+            tasks = [t for t in (self._typing, self._previews, self._showing) if t is not None]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        if self._activity is not None:
+            await self._activity.aclose()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from channels.activity import Activity, LiveActivity, plan_lines, status_line
+from channels.activity import Activity, LiveActivity, activity_lines
 from channels.text import shorten
 
 from .messages import Messages
@@ -16,23 +16,23 @@ from .render import LIMIT
 REASONING_SHOWN = 300  # characters of the latest reasoning shown
 
 
+# Each kind of line (channels.activity.activity_lines) in small text; the plan's title not.
+_LINES = {"status": "-# _{}_", "tool": "-# {}", "plan": "**Plan**", "step": "{}"}
+
+
 def activity_text(activity: Activity) -> str | None:
     """The activity as Discord Markdown (small text for the lines); None when empty."""
-    lines: list[str] = []
-    if activity.status is not None:
-        lines.append(f"-# _{status_line(activity.status)}_")
-    if activity.hidden_tools:
-        lines.append(f"-# … {activity.hidden_tools} earlier tool calls")
-    lines.extend(f"-# {tool.line}" for tool in activity.shown_tools())
-    if activity.plan is not None:
-        lines.append("**Plan**")
-        lines.extend(plan_lines(activity.plan))
-    if activity.reasoning:
-        thought = " ".join(activity.reasoning.split())
-        if len(thought) > REASONING_SHOWN:
-            thought = "…" + thought[-REASONING_SHOWN:]
-        lines.append(f"-# 💭 _{thought}_")
+    lines = [
+        f"-# 💭 _{_thought(text)}_" if kind == "reasoning" else _LINES[kind].format(text)
+        for kind, text in activity_lines(activity)
+    ]
     return shorten("\n".join(lines), LIMIT) if lines else None
+
+
+def _thought(reasoning: str) -> str:
+    """The reasoning on one line, its last ``REASONING_SHOWN`` characters."""
+    thought = " ".join(reasoning.split())
+    return "…" + thought[-REASONING_SHOWN:] if len(thought) > REASONING_SHOWN else thought
 
 
 class ActivityMessage(LiveActivity):

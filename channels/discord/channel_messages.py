@@ -14,10 +14,8 @@ from collections.abc import Sequence
 import hikari
 from hikari.api.special_endpoints import ComponentBuilder
 
-from .messages import QUIET, Messages, done, posted
+from .messages import QUIET, Components, Messages, done, posted
 from .target import Target
-
-_NONE: Sequence[ComponentBuilder] = ()
 
 
 class ChannelMessages(Messages):
@@ -32,7 +30,7 @@ class ChannelMessages(Messages):
         self, content: str, components: Sequence[ComponentBuilder] | None = None
     ) -> bool:
         if self.reply is None:
-            self.reply = await self.follow_up(content, False, components or _NONE)
+            self.reply = await self._post(content, False, components or hikari.UNDEFINED)
             return self.reply is not None
         return await self._edit(self.reply, content, components)
 
@@ -44,16 +42,11 @@ class ChannelMessages(Messages):
             self.reply = None
         return deleted
 
-    async def follow_up(
-        self,
-        content: str,
-        ephemeral: bool,
-        components: Sequence[ComponentBuilder] = _NONE,
-    ) -> int | None:
+    async def _post(self, content: str, ephemeral: bool, components: Components) -> int | None:
         message = self.rest.create_message(
             self.channel,
             content,
-            components=components or hikari.UNDEFINED,
+            components=components,
             reply=self.message if not self._answered else hikari.UNDEFINED,
             reply_must_exist=False,
             mentions_reply=False,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import hikari
+from aiohttp import web
 from hikari.api import EntityFactory
 from hikari.api.special_endpoints import InteractionResponseBuilder
 
@@ -22,7 +23,7 @@ from gateway.api import StoreUnavailable
 from gateway.body import BodyError, parse_json
 
 from .autocomplete import Completer
-from .inputs import DiscordInputs, Invocation
+from .inputs import DiscordInputs
 from .permissions import Permissions
 from .signature import Verifier
 from .wire import Called, Unreadable, read
@@ -56,7 +57,10 @@ class InteractionsEndpoint:
         self._inputs = inputs
         self._permissions = permissions
         self._completer = completer
-        self.handle = route(max_body, lambda raw, request: self.answer(raw, request.headers))
+        self.handle = route(max_body, self._answer_request)  # the aiohttp route
+
+    async def _answer_request(self, raw: bytes, request: web.Request) -> Answer:
+        return await self.answer(raw, request.headers)
 
     async def answer(self, raw: bytes, headers: Mapping[str, str]) -> Answer:
         """An interaction as Discord sends it (the body as sent, its signature headers)."""
@@ -89,8 +93,7 @@ class InteractionsEndpoint:
                 400, "invalid_request", f"unprocessable Discord interaction: {said}"
             )
         if isinstance(interaction, hikari.CommandInteraction) and isinstance(fields, Called):
-            invocation = self._inputs.read(fields)
-            built = await self._command(interaction, invocation, payload)
+            built = await self._command(interaction, fields, payload)
         elif isinstance(interaction, hikari.AutocompleteInteraction) and isinstance(fields, Called):
             built = interaction.build_response(await self._completer.choices(fields))
         elif isinstance(interaction, hikari.ComponentInteraction):
@@ -103,12 +106,12 @@ class InteractionsEndpoint:
     async def _command(
         self,
         interaction: hikari.CommandInteraction,
-        invocation: Invocation,
+        called: Called,
         payload: dict[str, Any],
     ) -> InteractionResponseBuilder:
         """Journaled, then deferred: the reply edits the deferred response."""
         try:
-            await self._inputs.accept(invocation, payload)
+            invocation = await self._inputs.accept(called, payload)
         except StoreUnavailable as exc:  # Discord never delivers an interaction again
             log.warning("a Discord interaction was not taken: %s", exc)
             told = interaction.build_response().set_content(UNAVAILABLE)

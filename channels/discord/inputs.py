@@ -126,20 +126,17 @@ class DiscordInputs:
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         self._tasks.spawn(work)
 
-    def read(self, called: Called) -> Invocation:
-        return Invocation(called, self.commands)
-
-    async def accept(self, invocation: Invocation, payload: dict[str, Any]) -> bool:
-        """Journal the interaction and run it in the background; False for a replay.
-        StoreUnavailable propagates: nothing runs.
+    async def accept(self, called: Called, payload: dict[str, Any]) -> Invocation:
+        """The command read as an input; journaled, it runs in the background (a replay does
+        not). StoreUnavailable propagates: nothing runs.
         """
+        invocation = Invocation(called, self.commands)
         claim = f"discord:interaction:{invocation.message_id}"
         record = {"interaction": payload}
         entry = await self.gateway.accept(self.name, invocation.target.conversation, record, claim)
-        if entry is None:
-            return False
-        self.spawn(self._handle(invocation, entry))
-        return True
+        if entry is not None:
+            self.spawn(self._handle(invocation, entry))
+        return invocation
 
     async def recovered(self, entry: Entry) -> tuple[InboundMessage, ReplySink] | None:
         try:
@@ -149,7 +146,7 @@ class DiscordInputs:
             return None
         if not isinstance(called, Called) or called.type != COMMAND:
             return None
-        invocation = self.read(called)
+        invocation = Invocation(called, self.commands)
         try:
             return await self.message(invocation), self._sink(invocation)
         except AttachmentError as exc:

@@ -17,6 +17,8 @@ from .target import Target
 log = logging.getLogger("slashgate.discord")
 
 _NONE: Sequence[ComponentBuilder] = ()
+# A message's buttons as hikari takes them: none given is UNDEFINED, not an empty list.
+Components = Sequence[ComponentBuilder] | hikari.UndefinedType
 
 
 class _Mentions(TypedDict):
@@ -58,11 +60,14 @@ class Messages:
         components: Sequence[ComponentBuilder] = _NONE,
     ) -> int | None:
         """Post a follow-up message; its id, or None when Discord refused it."""
+        return await self._post(content, ephemeral, components or hikari.UNDEFINED)
+
+    async def _post(self, content: str, ephemeral: bool, components: Components) -> int | None:
         message = self.rest.execute_webhook(
             self.target.application,
             self.target.token,
             content,
-            components=components or hikari.UNDEFINED,
+            components=components,
             flags=hikari.MessageFlag.EPHEMERAL if ephemeral else hikari.UNDEFINED,
             **QUIET,
         )

@@ -36,7 +36,8 @@ class DiscordSink(ReplySink):
         show_reasoning: bool = True,
     ) -> None:
         self.messages = messages
-        self.activity = ActivityMessage(messages, interval, show_reasoning)
+        self.activity: ActivityMessage | None = None  # made with the first agent event
+        self.show_reasoning = show_reasoning
         self.permissions = permissions
         self.interval = interval
         self.finished = False
@@ -54,7 +55,8 @@ class DiscordSink(ReplySink):
         self._accepted = True
 
     async def delta(self, text: str) -> None:
-        self.activity.progress()
+        if self.activity is not None:
+            self.activity.progress()
         self._text += text
         self._dirty.set()
         if self._stream_soon is None:  # the first preview after one interval: an instant
@@ -73,12 +75,15 @@ class DiscordSink(ReplySink):
                 options = ", ".join(o.name or o.option_id for o in event.options)
                 await self.messages.follow_up(f"{text}\n{options}", False)
         else:
+            if self.activity is None:
+                self.activity = ActivityMessage(self.messages, self.interval, self.show_reasoning)
             self.activity.update(event)
 
     async def final(self, reply: Reply) -> None:
         self.finished = True
         await self._stop_streaming()
-        await self.activity.finish()
+        if self.activity is not None:
+            await self.activity.finish()
         parts = messages(reply)
         target = self.messages.target
         private = reply.category in REFUSED and not self._accepted
@@ -98,7 +103,8 @@ class DiscordSink(ReplySink):
         (the access policy ignored it), the "thinking" response goes: nothing is said.
         """
         await self._stop_streaming()
-        self.activity.cancel()
+        if self.activity is not None:
+            self.activity.cancel()
         if not self.finished:
             await self.messages.delete()
 

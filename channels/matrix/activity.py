@@ -10,7 +10,7 @@ import logging
 
 from mautrix.errors import MatrixError
 
-from channels.activity import Activity, LiveActivity, plan_lines, status_line
+from channels.activity import Activity, LiveActivity, activity_lines, latest
 from gateway.pacing import previewing
 
 from .outbox import Outbox, Target
@@ -21,22 +21,18 @@ log = logging.getLogger("slashgate.matrix")
 REASONING_SHOWN = 1000  # characters of the latest reasoning
 
 
+# Each kind of line (channels.activity.activity_lines); the reasoning is quoted.
+_LINES = {"status": "*{}*", "tool": "{}", "plan": "📋 **Plan**", "step": "{}"}
+
+
 def activity_markdown(activity: Activity) -> str | None:
     """The notice's Markdown; None when there is nothing to show."""
-    lines: list[str] = []
-    if activity.status is not None:
-        lines.append(f"*{status_line(activity.status)}*")
-    if activity.hidden_tools:
-        lines.append(f"… {activity.hidden_tools} earlier tool calls")
-    lines.extend(tool.line for tool in activity.shown_tools())
-    if activity.plan is not None:
-        lines.append("📋 **Plan**")
-        lines.extend(plan_lines(activity.plan))
-    if activity.reasoning:
-        thought = activity.reasoning[-REASONING_SHOWN:].strip()
-        if len(activity.reasoning) > REASONING_SHOWN:
-            thought = "…" + thought
-        lines.append(f"> 💭 {' '.join(thought.split())}")
+    lines = [
+        f"> 💭 {' '.join(latest(text, REASONING_SHOWN).split())}"
+        if kind == "reasoning"
+        else _LINES[kind].format(text)
+        for kind, text in activity_lines(activity)
+    ]
     return "  \n".join(lines) if lines else None
 
 

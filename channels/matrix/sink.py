@@ -119,12 +119,6 @@ class MatrixSink(Streaming, ReplySink):
             relation = self.target.relation() if i == 0 else self.target.following()
             await self.outbox.notice(self.room, chunk, relation)
 
-    async def aclose(self) -> None:
-        """Stop typing and previews, whether or not ``final`` ran."""
-        await self._close_streaming()
-        if self._activity is not None:
-            await self._activity.aclose()
-
     # -- typing and previews --------------------------------------------------------------
 
     async def _keep_typing(self) -> None:

@@ -18,6 +18,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote_plus
 
+from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -77,9 +78,10 @@ class EventsEndpoint:
         self._inputs = inputs
         self._signing = hmac.new(signing_secret.encode(), digestmod=hashlib.sha256)  # copied
         self._authorized = authorized
-        self.handle = route(
-            max_body, lambda raw, request: self.answer(raw, request.headers, request.query_string)
-        )  # the aiohttp route
+        self.handle = route(max_body, self._answer_request)  # the aiohttp route
+
+    async def _answer_request(self, raw: bytes, request: web.Request) -> Answer:
+        return await self.answer(raw, request.headers, request.query_string)
 
     async def answer(self, raw: bytes, headers: Mapping[str, str], query: str = "") -> Answer:
         """Events API, slash commands and interactivity: verified here, dispatched by bolt."""

@@ -80,3 +80,15 @@ def umbrella_source(text: str) -> str:
 def command_source(command: str, text: str) -> str:
     """A per-command registration: ``/deploy`` with text ``prod`` -> ``/deploy prod``."""
     return f"{command} {text}" if text else command
+
+
+def command_texts(command: str, text: str, umbrella: str) -> tuple[str, str]:
+    """A slash command's source for the contract (its text normalized; ``umbrella``: the
+    command that runs the one named in its text) and its invocation as typed.
+    """
+    normalized = normalize(text)
+    if command == umbrella:
+        source = umbrella_source(normalized)
+    else:
+        source = command_source(command, normalized)
+    return source, command_source(command, text.strip())

@@ -9,9 +9,11 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from channels.text import chunks
 from contract import utf16_len
 
 from .manners import QUEUED_REACTION, invocation_line
+from .mrkdwn import TEXT_LIMIT
 from .outbox import Outbox
 from .target import Target
 from .web import FAILURES, error_code, respond
@@ -74,6 +76,20 @@ class Messages:
         elif first and ts == "":
             self._lead = None  # through a response_url: Slack shows the command itself
         return ts
+
+    async def reply(self, text: str, edit: str | None, shown: str | None) -> None:
+        """A final reply's mrkdwn ``text`` in messages under Slack's limit, the first into
+        message ``edit`` when there is one (no call when it shows that already: ``shown``).
+        The first message that cannot go ends it (logged): a reply with a hole would mislead.
+        """
+        texts = chunks(text, TEXT_LIMIT - self.room(edit))
+        if edit is not None:
+            if texts[0] != shown and not await self.update(edit, texts[0]):
+                return
+            texts = texts[1:]
+        for part in texts:
+            if await self.post(part) is None:
+                return
 
     async def _post(
         self, text: str, blocks: list[dict[str, Any]] | None, preview: bool, lead: bool

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .files import SlackFile, slack_files
-from .markup import command_source, normalize, umbrella_source
+from .markup import command_texts, normalize
 from .target import Target
 
 # An input as read from Slack: where its reply goes, its text, its id, and its files.
@@ -75,8 +75,7 @@ def command_input(command: dict[str, Any], umbrella: str) -> Received | None:
     channel, user = command.get("channel_id"), command.get("user_id")
     if not name or not channel or not user:
         return None
-    text = normalize(str(command.get("text") or ""))
-    source = umbrella_source(text) if name == umbrella else command_source(name, text)
+    source, invocation = command_texts(name, str(command.get("text") or ""), umbrella)
     # Slash commands cannot be typed in threads: they share the channel's conversation.
     target = Target(
         channel=channel,
@@ -84,6 +83,6 @@ def command_input(command: dict[str, Any], umbrella: str) -> Received | None:
         conversation=channel,
         team=command.get("team_id"),
         response_url=command.get("response_url"),
-        invocation=command_source(name, str(command.get("text") or "").strip()),
+        invocation=invocation,
     )
     return target, source, command.get("trigger_id"), ()

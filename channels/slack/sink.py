@@ -25,10 +25,13 @@ WARNING = ":warning: "
 
 def render(reply: Reply, limit: int = TEXT_LIMIT) -> list[str]:
     """The reply as mrkdwn messages; a plain (non-slash) failure gets the warning prefix."""
+    return chunks(mrkdwn(reply), limit)
+
+
+def mrkdwn(reply: Reply) -> str:
+    """The reply as mrkdwn, whole; a plain (non-slash) failure gets the warning prefix."""
     text = to_mrkdwn(reply.text)
-    if reply.category is not None and not reply.slash:
-        text = WARNING + text
-    return chunks(text, limit)
+    return WARNING + text if reply.category is not None and not reply.slash else text
 
 
 class SlackSink(ReplySink):
@@ -37,9 +40,11 @@ class SlackSink(ReplySink):
         self.target = target
         self.messages = Messages(outbox, target)
         self.stream = ReplyStream(self.messages)
-        self.activity = ActivityPost(self.messages, show_reasoning)
+        self.show_reasoning = show_reasoning
+        self.activity: ActivityPost | None = None  # made with the first agent event
         self._queued = False  # the user's message shows the "queued" reaction
         self.finished = False
+        self._settled = False  # the stream settled for the final: closing it does nothing
         self._accepted = False
 
     async def accepted(
@@ -53,7 +58,8 @@ class SlackSink(ReplySink):
             self._queued = await self.messages.react("reactions_add")
 
     async def delta(self, text: str) -> None:
-        self.activity.progress()
+        if self.activity is not None:
+            self.activity.progress()
         self.stream.add(text)
 
     async def event(self, event: RuntimeEvent) -> None:
@@ -64,12 +70,16 @@ class SlackSink(ReplySink):
                 # Without a message the user would not know the turn waits for them.
                 await self.messages.post(permission_text(event))
         else:
+            if self.activity is None:
+                self.activity = ActivityPost(self.messages, self.show_reasoning)
             self.activity.update(event)
 
     async def final(self, reply: Reply) -> None:
         self.finished = True
         await self.stream.settle()
-        await self.activity.finish()
+        self._settled = True
+        if self.activity is not None:
+            await self.activity.finish()
         if self._queued:
             await self.messages.react("reactions_remove")
         if reply.usage is not None:
@@ -83,25 +93,18 @@ class SlackSink(ReplySink):
                     {"response_type": "ephemeral", "text": text},
                 )
             return
-        if await self.stream.finish(reply):
+        # Only a native stream is closed by ``finish``: without one, no call into it.
+        if self.stream.stream_ts is not None and await self.stream.finish(reply):
             return
         edit = self.stream.message_ts if reply.category is None else None
-        messages = render(reply, TEXT_LIMIT - self.messages.room(edit))
-        if edit is not None:
-            # The preview may show the reply already: then it costs no call.
-            if messages[0] != self.stream.rendered and not await self.messages.update(
-                edit, messages[0]
-            ):
-                return
-            messages = messages[1:]
-        for text in messages:
-            if await self.messages.post(text) is None:
-                return  # logged; the rest of a reply with a hole would mislead
+        await self.messages.reply(mrkdwn(reply), edit, self.stream.rendered)
 
     async def aclose(self) -> None:
         self.close()
 
     def close(self) -> None:
         """The input is over (even if it ended without a final reply): stop streaming."""
-        self.stream.close()
-        self.activity.cancel()
+        if not self._settled:
+            self.stream.close()
+        if self.activity is not None:
+            self.activity.cancel()

@@ -33,7 +33,7 @@ class ReplyStream:
         self.target = messages.target
         self._parts: list[str] = []
         self._native = self.target.thread_ts is not None and self.outbox.native_streaming
-        self._stream_ts: str | None = None  # the chat.startStream message
+        self.stream_ts: str | None = None  # the chat.startStream message, once started
         self._streamed = 0  # characters of the Markdown already in that stream
         self._stream_broken = False
         self.message_ts: str | None = None  # the chat.update message
@@ -77,7 +77,7 @@ class ReplyStream:
         """Close the native stream, if one was started; True when it now shows the whole
         reply.
         """
-        if self._stream_ts is None:
+        if self.stream_ts is None:
             return False
         streamed = "".join(self._parts)[: self._streamed]
         complete = (
@@ -89,10 +89,10 @@ class ReplyStream:
         try:
             for piece in pieces[:-1]:
                 await client.chat_appendStream(
-                    channel=self.target.channel, ts=self._stream_ts, markdown_text=piece
+                    channel=self.target.channel, ts=self.stream_ts, markdown_text=piece
                 )
             await client.chat_stopStream(
-                channel=self.target.channel, ts=self._stream_ts, markdown_text=pieces[-1] or None
+                channel=self.target.channel, ts=self.stream_ts, markdown_text=pieces[-1] or None
             )
         except FAILURES as exc:  # the reply is posted whole instead
             log.warning("closing the stream in %s failed: %s", self.target.channel, error_code(exc))
@@ -146,7 +146,7 @@ class ReplyStream:
         text = "".join(self._parts)
         pending = text[self._streamed :]
         client = self.outbox.previews
-        if self._stream_ts is None:
+        if self.stream_ts is None:
             first = pending[:STREAM_LIMIT]
             try:
                 recipient = self._needs_recipient()
@@ -165,14 +165,14 @@ class ReplyStream:
                 self._native = False
                 await self._preview()
                 return
-            self._stream_ts = str(response["ts"])
+            self.stream_ts = str(response["ts"])
             self._streamed += len(first)
             pending = pending[len(first) :]
         for start in range(0, len(pending), STREAM_LIMIT):
             piece = pending[start : start + STREAM_LIMIT]
             try:
                 await client.chat_appendStream(
-                    channel=self.target.channel, ts=self._stream_ts, markdown_text=piece
+                    channel=self.target.channel, ts=self.stream_ts, markdown_text=piece
                 )
             except FAILURES:
                 self._stream_broken = True

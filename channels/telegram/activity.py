@@ -11,7 +11,7 @@ from functools import partial
 
 from aiogram.exceptions import TelegramAPIError, TelegramForbiddenError
 
-from channels.activity import Activity, LiveActivity, plan_lines, status_line
+from channels.activity import Activity, LiveActivity, activity_lines, latest
 from contract import utf16_len, utf16_prefix
 from gateway.pacing import previewing
 
@@ -33,25 +33,16 @@ def activity_chunk(activity: Activity) -> Chunk | None:
         html.append(markup)
         plain.append(text)
 
-    if activity.status is not None:
-        line = status_line(activity.status)
-        add(f"<i>{escape(line)}</i>", line)
-    if activity.hidden_tools:
-        line = f"… {activity.hidden_tools} earlier tool calls"
-        add(escape(line), line)
-    for tool in activity.shown_tools():
-        add(escape(tool.line), tool.line)
-    plan = activity.plan
-    if plan is not None:
-        add("📋 <b>Plan</b>", "📋 Plan")
-        lines = plan_lines(plan)
-        for line in lines:
+    for kind, line in activity_lines(activity):
+        if kind == "status":
+            add(f"<i>{escape(line)}</i>", line)
+        elif kind == "plan":
+            add("📋 <b>Plan</b>", "📋 Plan")
+        elif kind == "reasoning":
+            thought = latest(line, REASONING_SHOWN)
+            add(f"<blockquote expandable>💭 {escape(thought)}</blockquote>", f"💭 {thought}")
+        else:
             add(escape(line), line)
-    if activity.reasoning:
-        thought = activity.reasoning[-REASONING_SHOWN:].strip()
-        if len(activity.reasoning) > REASONING_SHOWN:
-            thought = "…" + thought
-        add(f"<blockquote expandable>💭 {escape(thought)}</blockquote>", f"💭 {thought}")
     if not html:
         return None
     text = "\n".join(plain)

@@ -31,9 +31,8 @@ from .delivery import Requests, Throttle
 from .files import TelegramFiles
 from .intake import Intake
 from .menus import Menus
-from .metering import Metered
 from .outbox import Outbox
-from .pacing import Paced, TelegramPacing
+from .pacing import TelegramPacing
 from .permissions import Permissions
 from .polling import Polling
 from .settings import TelegramSettings
@@ -64,9 +63,7 @@ class TelegramChannel(Channel[TelegramSettings]):
         token = settings.telegram_token.get_secret_value()
         self.pacer = Pacer(self._budget(gateway, settings, token.partition(":")[0]))
         self.pacing = TelegramPacing(self.pacer, settings)
-        session.middleware(Requests(self.pacing.flooded))
-        session.middleware(Paced(self.pacing))
-        session.middleware(Metered(gateway.metrics))
+        session.middleware(Requests(self.pacing, gateway.metrics))
         self.bot = Bot(token, session=session)
         self.throttle = Throttle(settings.telegram_edit_interval)
         self.outbox = Outbox(

@@ -33,9 +33,11 @@ from aiogram.methods import TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import InlineKeyboardMarkup, Message, ReplyParameters
 
+from gateway.api import Meter
 from gateway.backoff import Backoff, retrying
 from gateway.store import BoundedTTLMap
 
+from .pacing import TelegramPacing
 from .render import Chunk
 
 log = logging.getLogger("slashgate.telegram")
@@ -43,21 +45,25 @@ log = logging.getLogger("slashgate.telegram")
 HTML = "HTML"
 RETRY = Backoff()  # for what must arrive: network errors, 5xx, answers that are not JSON
 FLOOD_WAITS = 5  # flood control waited out at most this many times for one request
+PLATFORM = "telegram"
 
 T = TypeVar("T")
 
 
 class Requests(BaseRequestMiddleware):
-    """What every Bot API request gets. Flood control (429) says how long to wait: wait that
-    long (the pacing pauses the chat for a paced call) and send again, up to FLOOD_WAITS times
-    for one request. Any other error leaves
+    """What every Bot API request gets, each attempt of it: its turn under Telegram's limits
+    (``TelegramPacing.turn``: every counted call is paced wherever it comes from), and its
+    count in the gateway's metrics by method and outcome. Flood control (429) says how long
+    to wait: wait that long (the pacing pauses the chat for a paced call) and send again, up
+    to FLOOD_WAITS times for one request. Any other error leaves
     without the token: it is part of every request URL, and aiohttp's errors quote the URL
     (aiogram copies their text into TelegramNetworkError), so it is taken out before anything
     logs the error, aiogram's polling loop included.
     """
 
-    def __init__(self, flooded: Callable[[TelegramMethod[Any], float], bool]) -> None:
-        self.flooded = flooded  # True when the pacing waits out the 429 (channels/telegram/pacing)
+    def __init__(self, pacing: TelegramPacing, metrics: Meter) -> None:
+        self.pacing = pacing
+        self.metrics = metrics
 
     async def __call__(
         self,
@@ -65,24 +71,40 @@ class Requests(BaseRequestMiddleware):
         bot: Bot,
         method: TelegramMethod[TelegramType],
     ) -> Any:
+        name = method.__api_method__
         waits = 0
         while True:
             try:
-                return await make_request(bot, method)
+                async with self.pacing.turn(method):
+                    try:
+                        result = await make_request(bot, method)
+                    except AiogramError as exc:
+                        self.metrics.platform_request(PLATFORM, name, _outcome(exc))
+                        if isinstance(exc, TelegramRetryAfter):  # waited out below
+                            self.metrics.platform_retry(PLATFORM, name, "rate_limited")
+                        raise
+                    self.metrics.platform_request(PLATFORM, name, "ok")
+                    return result
             except TelegramRetryAfter as exc:
                 waits += 1
                 if waits > FLOOD_WAITS:
                     raise
-                log.warning(
-                    "Telegram flood control on %s: retrying in %d s",
-                    method.__api_method__,
-                    exc.retry_after,
-                )
-                if not self.flooded(method, exc.retry_after):
+                log.warning("Telegram flood control on %s: retrying in %d s", name, exc.retry_after)
+                if not self.pacing.flooded(method, exc.retry_after):
                     await asyncio.sleep(exc.retry_after)
             except AiogramError as exc:
                 _redact(exc, (bot.token, quote(bot.token, safe="")))
                 raise
+
+
+def _outcome(exc: AiogramError) -> str:
+    if isinstance(exc, TelegramRetryAfter):
+        return "rate_limited"
+    if isinstance(exc, (TelegramServerError, ClientDecodeError)):
+        return "server_error"
+    if isinstance(exc, TelegramNetworkError):
+        return "network_error"
+    return "client_error"
 
 
 def _redact(exc: AiogramError, secrets: tuple[str, ...]) -> None:

@@ -43,15 +43,12 @@ class Intake(BaseMiddleware):
         self._gateway = gateway
         self._channel = channel
         self._handle = process
-        self._slots = asyncio.Semaphore(max_in_flight)
+        # The updates in flight; locked: full (the webhook answers 503, polling waits).
+        self.slots = asyncio.Semaphore(max_in_flight)
         self._tasks = BackgroundTasks()
         self.last_update_id: int | None = None
         self.patient = False  # polling: wait for a store that is down (webhook: answer 503)
         self.stopping = False
-
-    @property
-    def full(self) -> bool:
-        return self._slots.locked()
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         """Long polling: aiogram's dispatcher hands each update here (and nowhere else)."""
@@ -69,7 +66,7 @@ class Intake(BaseMiddleware):
             return
         if self.last_update_id is None or update.update_id > self.last_update_id:
             self.last_update_id = update.update_id
-        await self._slots.acquire()  # polling waits here; the webhook checked ``full`` first
+        await self.slots.acquire()  # polling waits here; the webhook checked it first
         task = self._tasks.spawn(self._process(update, entry if isinstance(entry, Entry) else None))
         task.add_done_callback(partial(self._done, update.update_id))
 
@@ -105,7 +102,7 @@ class Intake(BaseMiddleware):
             await self._gateway.done(entry)
 
     def _done(self, update_id: int, task: asyncio.Task[None]) -> None:
-        self._slots.release()  # here, not in _process: a task cancelled unstarted frees it too
+        self.slots.release()  # here, not in _process: a task cancelled unstarted frees it too
         if task.cancelled():
             log.warning(
                 "update %d cancelled at shutdown; it runs again at the next start", update_id

@@ -2,9 +2,10 @@
 30 messages a second per bot (evenly spaced: the bot-wide limit is the strict one), about one
 a second in a chat with short bursts (3 at once), 20 a minute in a group (3 at once).
 
-``Paced`` is a request middleware, so every counted call is paced wherever it comes from
-(replies, previews, the activity message, permission prompts, rejections), each attempt of
-it included (``Requests`` sends again after a 429 or a network error). Telegram's 429 does
+``Requests`` (delivery.py), the request middleware, takes each attempt's ``turn`` here, so
+every counted call is paced wherever it comes from (replies, previews, the activity message,
+permission prompts, rejections), each attempt of it included (``Requests`` sends again after
+a 429 and ``persistently`` after a network error). Telegram's 429 does
 not say which limit was hit: it pauses the chat, and the pacer pauses the bot when several
 chats are told so at once.
 """
@@ -12,16 +13,10 @@ chats are told so at once.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
-from aiogram import Bot
-from aiogram.client.session.middlewares.base import (
-    BaseRequestMiddleware,
-    NextRequestMiddlewareType,
-)
 from aiogram.methods import TelegramMethod
-from aiogram.methods.base import TelegramType
 
 from gateway.pacing import Pacer, Rate
 
@@ -42,6 +37,7 @@ COUNTED = frozenset(
 # The Bot FAQ: "We may allow short bursts that go over this limit": a reply in three
 # messages goes at once; groups get the same short burst above their 20 a minute.
 CHAT_BURST = 3
+_AT_ONCE: AbstractAsyncContextManager[None] = nullcontext()  # reusable: it keeps no state
 
 
 class TelegramPacing:
@@ -54,11 +50,14 @@ class TelegramPacing:
         """Groups and channels (negative ids, or an @username) have the per-group limit."""
         return self.private if isinstance(chat_id, int) and chat_id > 0 else self.group
 
-    @asynccontextmanager
-    async def call(self, chat_id: int | str) -> AsyncIterator[None]:
-        """Around one call to the chat: its turn first, its tokens counted once answered."""
-        async with self.pacer.call(str(chat_id), self.rate(chat_id)):
-            yield
+    def turn(self, method: TelegramMethod[Any]) -> AbstractAsyncContextManager[None]:
+        """Around one attempt of a call: a counted call waits for its chat's turn, its tokens
+        counted once answered; any other call goes at once.
+        """
+        chat = _chat(method)
+        if chat is None:
+            return _AT_ONCE
+        return self.pacer.call(str(chat), self.rate(chat))
 
     @asynccontextmanager
     async def slot(self, chat_id: int) -> AsyncIterator[None]:
@@ -68,32 +67,13 @@ class TelegramPacing:
 
     def flooded(self, method: TelegramMethod[Any], seconds: float) -> bool:
         """A 429 for ``method``: True when its chat is paused (its next attempt waits in
-        ``Paced``), False when the call is not paced (the caller waits itself).
+        ``turn``), False when the call is not paced (the caller waits itself).
         """
         chat = _chat(method)
         if chat is None:
             return False
         self.pacer.pause(str(chat), seconds)
         return True
-
-
-class Paced(BaseRequestMiddleware):
-    """Registered after ``Requests`` (so inside it): every attempt waits for its slot."""
-
-    def __init__(self, pacing: TelegramPacing) -> None:
-        self.pacing = pacing
-
-    async def __call__(
-        self,
-        make_request: NextRequestMiddlewareType[TelegramType],
-        bot: Bot,
-        method: TelegramMethod[TelegramType],
-    ) -> Any:
-        chat = _chat(method)
-        if chat is None:
-            return await make_request(bot, method)
-        async with self.pacing.call(chat):
-            return await make_request(bot, method)
 
 
 def _chat(method: TelegramMethod[Any]) -> int | str | None:

@@ -120,14 +120,6 @@ class TelegramSink(Streaming, ReplySink):
         for i, chunk in enumerate(chunks[first:], start=first):
             await persistently(partial(send_chunk, self.bot, self.target, chunk, quote=i == 0))
 
-    async def aclose(self) -> None:
-        """Stop typing and previews, whether or not ``final`` ran (the input may have been
-        cancelled, or the core may have failed before it).
-        """
-        await self._close_streaming()
-        if self._activity is not None:
-            await self._activity.aclose()
-
     # -- typing and previews --------------------------------------------------------------
 
     async def _keep_typing(self) -> None:

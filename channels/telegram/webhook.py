@@ -69,7 +69,7 @@ class Webhook:
         """401 without the secret; 503 while stopping or full (Telegram delivers it again)."""
         if not hmac.compare_digest(header_bytes(headers, SECRET_HEADER), self.secret):
             return _error(401, "missing or wrong X-Telegram-Bot-Api-Secret-Token")
-        if self.closing() or self.intake.full:
+        if self.closing() or self.intake.slots.locked():
             return _error(503, "busy, retry later", headers=RETRY)
         return None
 
