@@ -46,6 +46,7 @@ test-long:
 
 lint: $(STAMP)
 	$(BIN)/ruff check contract gateway channels slashgate tests bench examples
+	$(BIN)/ruff format --check contract gateway channels slashgate tests bench examples
 	$(BIN)/mypy
 
 bench: $(STAMP) synapse

@@ -73,7 +73,7 @@ def test_an_image_off_the_homeserver_is_a_link_to_it() -> None:
     shown = html('see ![the chart](https://example.org/c.png "t") and ![m](mxc://hs/abc)')
     assert '<a href="https://example.org/c.png">the chart</a>' in shown
     assert '<img src="mxc://hs/abc" alt="m" />' in shown
-    assert "https://example.org/c.png\" alt" not in shown
+    assert 'https://example.org/c.png" alt' not in shown
     assert html("![](https://e.org/a?x=1&y=2)") == (
         '<p><a href="https://e.org/a?x=1&amp;y=2">https://e.org/a?x=1&amp;y=2</a></p>'
     )
