@@ -11,7 +11,7 @@ import aiohttp
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from gateway.events import MessageDelta, RuntimeEvent
-from gateway.metrics import TURN_BUCKETS, Metrics
+from gateway.metrics import STORE_BUCKETS, TURN_BUCKETS, Metrics
 from gateway.runtimes.base import Runtime, RuntimeSession, Turn, UpdateListener
 from gateway.state import MemoryStore, TimedStore
 from tests.conftest import ServerFactory
@@ -146,8 +146,9 @@ async def test_store_operations_are_timed_by_store_and_operation() -> None:
 
 
 def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None:
-    """The counters and histograms moved on every turn are plain numbers here: the text a
-    scrape gets is what prometheus_client's Counter and Histogram give for the same updates.
+    """The counters and histograms moved on every turn, store operation and platform call are
+    plain numbers here: the text a scrape gets is what prometheus_client's Counter and
+    Histogram give for the same updates.
     """
     ours = Metrics(created=True)  # as prometheus_client, which has them by default
     theirs = CollectorRegistry()
@@ -167,9 +168,30 @@ def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None
     for family in (ours.inputs, inputs):
         for labels in (("webhook", "supported"), ("webhook", "supported"), ("tg", "invalid")):
             family.labels(*labels).inc()
+    platform = Counter(
+        "slashgate_platform_requests",
+        "Platform API calls (each attempt), by platform, method and outcome "
+        "(ok, rate_limited, client_error, server_error, network_error).",
+        ["platform", "method", "outcome"],
+        registry=theirs,
+    )
+    store = Histogram(
+        "slashgate_store_seconds",
+        "Durable state operations, by store and operation.",
+        ["store", "operation"],
+        buckets=STORE_BUCKETS,
+        registry=theirs,
+    )
     for family in (ours.turn_seconds, seconds):
         for value in (0.0001, 0.05, 0.0501, 1, 2.5, 700, 0.3):
             family.labels("webhook", "embedded").observe(value)
+    observe = ours.store_observer("journal")
+    for value in (0.00001, 0.0005, 0.003, 3.0):
+        observe("append", value)
+        store.labels("journal", "append").observe(value)
+    for family in (ours.platform_requests, platform):
+        for labels in (("telegram", "sendMessage", "ok"), ("slack", "chat.update", "ok")):
+            family.labels(*labels).inc()
 
     def shown(text: bytes, names: tuple[str, ...]) -> list[str]:
         """The lines of these metrics, creation times left out (they differ by a few us)."""
@@ -179,7 +201,12 @@ def test_turn_metrics_are_exposed_as_prometheus_client_exposes_its_own() -> None
             if any(name in line for name in names)
         ]
 
-    names = ("slashgate_inputs", "slashgate_turn_seconds")
+    names = (
+        "slashgate_inputs",
+        "slashgate_turn_seconds",
+        "slashgate_store_seconds",
+        "slashgate_platform_requests",
+    )
     expected = shown(generate_latest(theirs), names)
     assert expected and shown(ours.render(), names) == expected
 
