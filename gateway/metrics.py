@@ -319,7 +319,8 @@ class Metrics:
     # -- channels -------------------------------------------------------------------------
 
     def platform_request(self, platform: str, method: str, outcome: str) -> None:
-        self._labelled(self.platform_requests, platform, api_method(method), outcome).inc()
+        # A ``_Family`` keeps its children itself: no second lookup table (``_labelled``).
+        self.platform_requests.labels(platform, api_method(method), outcome).inc()
 
     def platform_retry(self, platform: str, method: str, reason: str) -> None:
         self._labelled(self.platform_retries, platform, api_method(method), reason).inc()
@@ -357,9 +358,7 @@ class Metrics:
         try:
             yield
         finally:
-            self._labelled(self.store_seconds, store, operation).observe(
-                time.perf_counter() - started
-            )
+            self.store_seconds.labels(store, operation).observe(time.perf_counter() - started)
 
 
 def api_method(name: str) -> str:
