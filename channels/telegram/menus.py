@@ -142,7 +142,7 @@ class Menus:
         )
         self._chats: OrderedDict[int, ScopedMenu] = OrderedDict()
         # Private chats of owners, as last seen: a few (the owners), not one per sender.
-        self.owners: set[int] = set()
+        self._owners: set[int] = set()
         self._retired: set[asyncio.Task[None]] = set()
 
     def for_chat(self, chat_id: int) -> Menu:
@@ -159,7 +159,7 @@ class Menus:
                 scope.update(menu)
             else:  # names typed back from the menu work on every replica
                 scope.menu = menu
-        for chat_id in self.owners:
+        for chat_id in self._owners:
             scoped = self._chats.get(chat_id)
             if scoped is None or not scoped.listed:
                 self._settle(chat_id, menu)
@@ -176,19 +176,19 @@ class Menus:
         """Someone wrote in private chat ``chat_id``: an owner (their menu offers every
         command) or not (once an owner, revoked since: everybody's menu again).
         """
-        if owner == (chat_id in self.owners):  # nothing changes (updates.py checks first)
+        if owner == (chat_id in self._owners):
             return
         if owner:
-            self.owners.add(chat_id)
+            self._owners.add(chat_id)
         else:
-            self.owners.discard(chat_id)
+            self._owners.discard(chat_id)
         scoped = self._chats.get(chat_id)
         self._settle(chat_id, scoped.menu if scoped is not None else self.default.menu)
 
     def _settle(self, chat_id: int, menu: Menu, listed: bool | None = None) -> None:
         """Give ``chat_id`` a menu of its own while it should show other than everybody's."""
         everybody = self.groups if chat_id < 0 else self.default  # groups' ids are negative
-        hidden = _nothing if chat_id in self.owners else everybody.hidden
+        hidden = _nothing if chat_id in self._owners else everybody.hidden
         own = menu.without(hidden) != everybody.shown()
         scoped = self._chats.pop(chat_id, None)
         if scoped is None:

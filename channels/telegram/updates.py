@@ -72,8 +72,7 @@ class Updates:
         try:
             if inbound.direct:  # an owner's private chat offers every command
                 owner = await self.gateway.access.is_owner(self.channel, inbound.user)
-                if owner != (message.chat.id in self.menus.owners):  # else no change
-                    self.menus.sender(message.chat.id, owner)
+                self.menus.sender(message.chat.id, owner)
             # With files, what fetches them: the gateway answers once whatever fails (a file
             # it cannot take is one "invalid" reply, and nothing goes to the runtime).
             given = self._with_files(inbound, files) if files else inbound
