@@ -6,8 +6,8 @@ its state key the hash the proposal names; a withdrawn command's event emptied).
 their unstable prefixes.
 
 A room's events are written only when they differ from what it holds (read once per room),
-and a burst of inventory changes is published once. A room where the bot may not send state
-events (its power level) is left alone.
+and a burst of inventory changes is published once; the rooms that changed last go first. A
+room where the bot may not send state events (its power level) is left alone.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import base64
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -89,7 +90,9 @@ class Publisher:
         self.write = write  # (room, type, state key, content): a state event, paced and retried
         self.debounce = DEBOUNCE
         self._held: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}  # room -> its state
-        self._due: set[str] = set()
+        self._due: set[str] = set()  # changed, waiting out the debounce
+        # Rooms to publish, the latest flushed last (and taken first): see ``_publish_queued``.
+        self._queue: OrderedDict[str, None] = OrderedDict()
         self._soon: asyncio.TimerHandle | None = None
         self._tasks = BackgroundTasks()
         self._lock = asyncio.Lock()
@@ -102,12 +105,18 @@ class Publisher:
 
     def _flush(self) -> None:
         self._soon = None
-        due, self._due = self._due, set()
-        self._tasks.spawn(self._publish_all(due))
+        for room in self._due:
+            self._queue[room] = None
+            self._queue.move_to_end(room)
+        self._due = set()
+        self._tasks.spawn(self._publish_queued())
 
-    async def _publish_all(self, rooms: set[str]) -> None:
-        async with self._lock:  # one pass at a time: the state each one read stays true
-            for room in rooms:
+    async def _publish_queued(self) -> None:
+        async with self._lock:  # one room at a time: the state each one read stays true
+            while self._queue:
+                # The latest flushed first: a room the bot just joined does not wait behind a
+                # start-up's pass over every room it is in (minutes at a homeserver's limit).
+                room, _ = self._queue.popitem()
                 try:
                     await self.publish(room)
                 except MForbidden:
